@@ -164,6 +164,7 @@ def _legacy(name: str, d: dtype):
 FloatTensor = _legacy("FloatTensor", float32)
 DoubleTensor = _legacy("DoubleTensor", float64)
 HalfTensor = _legacy("HalfTensor", float16)
+BFloat16Tensor = _legacy("BFloat16Tensor", bfloat16)
 LongTensor = _legacy("LongTensor", int64)
 IntTensor = _legacy("IntTensor", int32)
 ShortTensor = _legacy("ShortTensor", int16)

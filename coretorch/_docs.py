@@ -200,8 +200,8 @@ def _tensor_methods(torch: Any) -> None:
 
 
 def _legacy_classes(torch: Any) -> None:
-    for name in ("FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
-                 "CharTensor", "ByteTensor", "BoolTensor"):
+    for name in ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
+                 "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"):
         cls = getattr(torch, name, None)
         if cls is None or cls.__dict__.get("__doc__"):
             continue

@@ -163,7 +163,7 @@ _PROMO = {(a, b): _promote_pair(a, b) for a in all_dtypes for b in all_dtypes}
 def promote_types(type1: dtype, type2: dtype) -> dtype:
     """torch.promote_types: the smallest dtype both ``type1`` and ``type2`` convert to without losing category."""
     try:
-        return _PROMO[(type1, type2)]
+        return _PROMO[(from_python_type(type1), from_python_type(type2))]  # (float: float64, as PyTorch's)
     except (KeyError, TypeError):
         bad = type1 if not isinstance(type1, dtype) else type2
         raise TypeError(f"promote_types(): argument must be torch.dtype, not {type(bad).__name__}") from None
@@ -172,6 +172,7 @@ def promote_types(type1: dtype, type2: dtype) -> dtype:
 def can_cast(from_: dtype, to: dtype) -> bool:
     """torch.can_cast: PyTorch's casting rule for in-place ops.  float -> integer and anything but bool -> bool are
     not allowed (bool is a category of its own); everything else, down and up a category, is."""
+    from_, to = from_python_type(from_), from_python_type(to)  # (int: int64, as PyTorch's)
     if not isinstance(from_, dtype) or not isinstance(to, dtype):
         bad = from_ if not isinstance(from_, dtype) else to
         raise TypeError(f"can_cast(): argument must be torch.dtype, not {type(bad).__name__}")
@@ -211,7 +212,7 @@ def result_type(operands, default_float: dtype) -> dtype:
             else:
                 dim = o.dtype if dim is None else _PROMO[(dim, o.dtype)]
         elif isinstance(o, (np.floating, np.integer, np.bool_)):
-            return result_type([x.item() if isinstance(x, np.generic) else x for x in operands], default_float)
+            return result_type([py_scalar(x) for x in operands], default_float)
         elif isinstance(o, float):  # a float subclass (coretorch.compile's symbolic numbers): a Python float
             wrapped = default_float if wrapped is None else _PROMO[(wrapped, default_float)]
         else:
@@ -239,10 +240,23 @@ def cpp_name(d: dtype) -> str:
     return _CPP_NAMES.get(d.name, d.name)
 
 
+def py_scalar(value):
+    """A numpy number as the Python number PyTorch's argument parser makes of it (its ``Scalar``): a numpy
+    integer an int, a numpy float a float, and a numpy bool a float too (PyTorch unpacks every non-``bool``,
+    non-``int`` number as a double: ``torch.tensor([True]) + np.bool_(True)`` is ``tensor([2.])``); anything
+    else as it is."""
+    if isinstance(value, np.generic):
+        return int(value) if isinstance(value, np.integer) else float(value)
+    return value
+
+
 def fit_scalar(value, d: dtype):
     """PyTorch's checked conversion of a Python number stored into a tensor of dtype ``d`` (fill_, full,
     ``x[i] = v``): RuntimeError "value cannot be converted to type int8_t without overflow".  Returns the
-    value to store (a negative int stored into uint8 wraps, as in c10's ``overflows``)."""
+    value to store (a negative int stored into uint8 wraps, as in c10's ``overflows``; a numpy number as a
+    Python number, see ``py_scalar``)."""
+    if isinstance(value, np.generic):
+        value = py_scalar(value)
     if d is bool_ or isinstance(value, bool):
         return value
     lim = _LIMITS.get(d)
@@ -256,6 +270,8 @@ def fit_scalar(value, d: dtype):
         lim = _LIMITS[d] = lim
     lo, hi = lim
     if lo <= value <= hi:
+        if d.itemsize == 2 and d.category == _FLOAT and value.__class__ is float:
+            return float(np.float32(value))  # (a double into half/bfloat16 through float, as c10 converts it)
         return value
     if d.category == _FLOAT:
         if value != value or value in (float("inf"), float("-inf")):

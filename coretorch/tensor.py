@@ -509,7 +509,11 @@ class Tensor(_TensorAPI):
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                "instead.")
         a = self._host()
-        return a.astype(dtype) if dtype is not None else a
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            return a.astype(dtype)
+        # np.array(t) asks for a copy (numpy 2's copy=True): PyTorch's __array__, which takes no copy argument,
+        # gets one from numpy; np.asarray(t) shares the tensor's memory
+        return a.copy() if copy else a
 
     def __copy__(self):
         """``copy.copy``: as PyTorch's (its ``__reduce_ex__`` rebuilds a tensor on the same storage), a new leaf of

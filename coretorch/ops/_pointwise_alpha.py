@@ -22,6 +22,7 @@ _LATE = ("_AddAlphaBackward", "_SubAlphaBackward", "_SUB_BOOL", "_add", "_is_boo
 _bool = _dt.bool_
 _SCALARS = (int, float, bool)
 builtins_abs = builtins.abs
+_py = _dt.py_scalar  # (numpy numbers as PyTorch's parser takes them: alpha=np.float32(2) is a float alpha)
 
 
 def _alpha_dtype(input, other, alpha):
@@ -130,6 +131,7 @@ def add(input, other, *, alpha=1):
         tensor([11., 12.])
     """
     if alpha != 1 or type(alpha) is not int:
+        input, other, alpha = _py(input), _py(other), _py(alpha)
         dt = _alpha_dtype(input, other, alpha)
         if dt.is_floating_point and _has_axpy(input, other):
             return _fused_add(input, other, alpha, 1, "add")
@@ -153,6 +155,7 @@ def sub(input, other, *, alpha=1):
         out (Tensor, optional): the output tensor.
     """
     if alpha != 1 or type(alpha) is not int:
+        input, other, alpha = _py(input), _py(other), _py(alpha)
         if _is_bool(input) is not _is_bool(other):  # before alpha scales the bool away: PyTorch checks first
             raise RuntimeError(_SUB_BOOL)
         dt = _alpha_dtype(input, other, alpha)

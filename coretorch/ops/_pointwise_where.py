@@ -11,6 +11,7 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
+from . import creation as _creation
 from ._util import align_devices, broadcast_shape, edge, sum_to
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def where(condition, input=None, other=None):
         dt = _dt.result_type((input, other), _dt.default)
     # Python scalars go to the kernel as scalars (no broadcast buffer), converted to the result's kind; an
     # integer result checks the value as fill_ does (PyTorch: where(c, int8_tensor, 200) raises)
-    conv = _float if dt.is_floating_point else bool if dt is _bool else \
+    conv = (_float if dt.itemsize > 2 else _float32) if dt.is_floating_point else bool if dt is _bool else \
         (lambda v: _dt.fit_scalar(int(v), dt)) if xt or yt else int
     xs = input._data.shape if xt else ()
     ys = other._data.shape if yt else ()
@@ -122,6 +123,9 @@ class ClampBackward1(Node):
         return (where(m, g, 0.0),)
 
 
+_NUMPY = (np.generic, np.ndarray)
+
+
 def clamp(input, min=None, max=None):
     """Clamp every element into ``[min, max]``: ``min(max(input, min), max)``.
 
@@ -134,6 +138,11 @@ def clamp(input, min=None, max=None):
     """
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, _NUMPY) or isinstance(max, _NUMPY):  # (their own kind would promote in numpy's clip)
+        # a numpy number as PyTorch's parser takes it (int32 tensor, min=np.float64(2.5): float32), an array as a
+        # tensor bound (PyTorch refuses arrays: its TypeError)
+        min, max = (_creation.as_tensor(v, device=input.device) if isinstance(v, np.ndarray) else
+                    _dt.py_scalar(v) for v in (min, max))
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensor(input, min, max)
     table = input._be
@@ -234,6 +243,15 @@ def clamp_max(input, max):
 
 ClampMinBackward0: type = type("ClampMinBackward0", (ClampBackward1,), {"__slots__": ()})
 ClampMaxBackward0: type = type("ClampMaxBackward0", (ClampBackward1,), {"__slots__": ()})
+
+
+def _float32(v) -> float:
+    """A scalar beside a half/bfloat16 result: a Python float through float32, as c10 converts a double to half."""
+    v = _float(v)
+    if v.__class__ is not float:  # (a compiled step's float argument: as it is)
+        return v
+    with np.errstate(over="ignore"):
+        return float(np.float32(v))
 
 
 def _float(v):

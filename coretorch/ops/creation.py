@@ -18,6 +18,7 @@ from ..tensor import Tensor, _make
 from . import _memfmt
 from ._out import write_out
 from ._spaced import float_spaced
+from ._tensor_data import _Unpack, _check_fits, _flatten_tensors, _infer_np, _mixed_fit
 from ._util import data_read as _data_read, edge, shape_arg
 
 _CPU = Device("cpu")
@@ -105,155 +106,6 @@ def _check_dtype(dtype, op: str):
         raise TypeError(f"{op}(): argument 'dtype' must be coretorch.dtype, not {type(dtype).__name__}")
 
 
-class _Unpack(ValueError):
-    """A Python int beyond int64 (PyTorch's ValueError), unless the dtype asked for is a float or bool one."""
-
-
-def _infer_np(data):
-    """Python data -> numpy array with PyTorch's dtype inference."""
-    if isinstance(data, np.ndarray):
-        _dt.from_numpy_dtype(data.dtype)
-        return data, _dt.from_numpy_dtype(data.dtype)
-    if isinstance(data, np.generic):
-        return np.asarray(data), _dt.from_numpy_dtype(data.dtype)
-    typed = None
-    if isinstance(data, (list, tuple)):
-        typed = _typed_dtype(data)
-        data = _flatten_tensors(data)
-    try:
-        arr = np.array(data)
-    except ValueError as e:
-        raise ValueError(_ragged_message(data) or f"tensor(): could not build a tensor from {e}") from None
-    k = arr.dtype.kind
-    if k == "f":
-        dt = _dt.default
-    elif k in "iu":
-        dt = _dt.int64
-        if arr.dtype == np.uint64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
-            raise _Unpack("Overflow when unpacking long long")
-    elif k == "b":
-        dt = _dt.bool_
-    else:
-        if k == "O" and arr.size and all(type(v) is int for v in arr.reshape(-1)):
-            raise _Unpack("Overflow when unpacking long long")  # ints beyond int64
-        bad = data
-        if k == "O" and arr.ndim:  # the first element that is no number names itself, as in PyTorch
-            bad = next((v for v in arr.reshape(-1) if not isinstance(v, (int, float, bool, np.generic))), data)
-        if isinstance(bad, (str, bytes)):
-            raise TypeError(f"Could not infer dtype of {type(bad).__name__}")
-        raise RuntimeError(f"Could not infer dtype of {type(bad).__name__}")
-    return arr, typed or dt
-
-
-_PY_DTYPES = {float: None, int: _dt.int64, bool: _dt.bool_}  # (float: the default dtype)
-
-
-def _typed_dtype(seq):
-    """PyTorch's dtype of a nested sequence holding numpy scalars or arrays or tensors, which keep their own dtype
-    (``tensor([np.float64(1.5)])`` is float64, ``[np.int16(3)]`` int16): the promotion of every element's type (a
-    Python float: the default dtype, an int: int64, a bool: bool); None when every element is a Python number."""
-    kinds: set = set()
-    typed: set = set()
-    stack = [seq]
-    while stack:
-        for v in stack.pop():
-            t = type(v)
-            if t is float or t is int or t is bool:
-                kinds.add(t)
-            elif t is list or t is tuple:
-                stack.append(v)
-            elif isinstance(v, Tensor):
-                typed.add(v.dtype)
-            elif isinstance(v, (np.generic, np.ndarray)) and v.dtype.kind in "biuf":
-                try:
-                    typed.add(_dt.from_numpy_dtype(v.dtype))
-                except (TypeError, ValueError):  # (uint16 and the like: as the Python number it holds)
-                    kinds.add(float if v.dtype.kind == "f" else int)
-    if not typed:
-        return None
-    out = None
-    for d in typed | {_PY_DTYPES[k] or _dt.default for k in kinds}:
-        out = d if out is None else _dt.promote_types(out, d)
-    return out
-
-
-def _check_fits(arr: np.ndarray, dt) -> None:
-    """PyTorch's checked conversion of Python numbers into an integer dtype (tensor([300.], dtype=int8) raises,
-    as x.fill_(300) does): NaN, inf and out-of-range values raise; a negative int wraps into uint8, a float
-    does not."""
-    k = arr.dtype.kind
-    if dt.category != 1 or not arr.size or k not in "fiu":
-        return
-    info = np.iinfo(dt.np)
-    lo, hi = int(info.min), int(info.max)
-    if k == "f":
-        with np.errstate(invalid="ignore"):
-            bad = bool(np.any(~(arr >= lo) | (arr > hi)))  # NaN fails arr >= lo
-    else:
-        bad = bool(np.any((arr < (-hi if lo == 0 else lo)) | (arr > hi)))
-    if bad:
-        raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow")
-
-
-def _mixed_fit(data, arr: np.ndarray, dt) -> np.ndarray:
-    """_check_fits refused a list made float by numpy: PyTorch converts each Python number by its own type, so an
-    int in a list of floats still wraps into uint8 (tensor([2.0, -1], dtype=uint8) is [2, 255]).  Element by
-    element (only on this failure path); raises _check_fits's error where an element does not fit."""
-    if arr.dtype.kind != "f" or not isinstance(data, (list, tuple)):
-        _check_fits(arr, dt)
-    info = np.iinfo(dt.np)
-    lo, hi = int(info.min), int(info.max)
-    flat = np.array(_flatten_tensors(data), dtype=object).reshape(-1)  # the Python numbers, types kept
-    out = []
-    for v in flat:
-        if isinstance(v, (bool, int, np.integer)):
-            v = int(v)
-            if lo == 0 and -hi <= v < 0:
-                v += hi + 1  # c10 lets a negative integer wrap into an unsigned type
-            ok = lo <= v <= hi
-        else:
-            v = float(v)
-            ok = lo <= v <= hi  # (NaN fails)
-            v = int(v) if ok else v
-        if not ok:
-            raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow")
-        out.append(v)
-    return np.array(out, dtype=dt.np).reshape(arr.shape)
-
-
-def _ragged_message(data, dim: int = 0):
-    """PyTorch's message for the first sequence whose length differs from its siblings'."""
-    if not isinstance(data, (list, tuple)) or not data:
-        return None
-    lens = [len(x) if isinstance(x, (list, tuple, np.ndarray)) else None for x in data]
-    first = lens[0]
-    for n in lens[1:]:
-        if n != first:
-            if first is None or n is None:
-                return f"tensor(): mixed numbers and sequences at dim {dim}"
-            return f"expected sequence of length {first} at dim {dim + 1} (got {n})"
-    for x in data:
-        m = _ragged_message(x, dim + 1) if not isinstance(x, np.ndarray) else None
-        if m:
-            return m
-    return None
-
-
-def _flatten_tensors(seq):
-    out = []
-    for x in seq:
-        if isinstance(x, Tensor):
-            if x.ndim == 0:
-                out.append(x.item())
-            else:
-                out.append(x._host())
-        elif isinstance(x, (list, tuple)):
-            out.append(_flatten_tensors(x))
-        else:
-            out.append(x)
-    return out
-
-
 def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """Copy data into a new tensor, inferring the dtype as PyTorch does."""
     dtype = _dt.from_python_type(dtype)
@@ -273,9 +125,11 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
             raise ValueError(str(e)) from None
         arr, dt = np.array(_flatten_tensors(data) if isinstance(data, (list, tuple)) else data, dtype=np.float64), \
             dtype  # (tensor([2 ** 64], dtype=float32) is 1.8447e+19)
-    if dtype is not None and dtype is not dt and not isinstance(data, (np.ndarray, np.generic)):
+    if dtype is not None and dtype is not dt and not isinstance(data, np.ndarray):
         try:
-            _check_fits(arr, dtype)  # Python numbers are converted one by one, checked (an ndarray is cast)
+            # Python and numpy numbers are converted one by one, checked (an ndarray is cast): tensor(np.int64(300),
+            # dtype=uint8) raises as tensor([300.], dtype=uint8) does
+            _check_fits(arr, dtype)
         except RuntimeError:
             arr = _mixed_fit(data, arr, dtype)
     dt = dtype or dt
@@ -318,7 +172,8 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None) -> Tensor:
     """``as_tensor`` with PyTorch's ``copy``: True always copies, False never does (ValueError where it must),
-    None copies only where needed; ``requires_grad`` set on the result (False unless given)."""
+    None copies only where needed; ``requires_grad`` set on the result (unless given: False, or a tensor
+    ``obj``'s own, see ``_asarray_requires_grad``)."""
     dtype = _dt.from_python_type(dtype)
     if _is_buffer(obj):  # (bytes, bytearray, array.array, memoryview: its bytes read as dtype, as PyTorch's)
         from .misc import frombuffer  # (misc imports this module)
@@ -329,7 +184,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None) -> T
             r = r.to(device)
         elif copy:
             r = r.clone()
-        return r.requires_grad_(True) if requires_grad else r
+        return _finish(r, bool(requires_grad))
     if copy is False:
         if isinstance(obj, Tensor):
             if dtype is not None and dtype is not obj.dtype:
@@ -349,7 +204,27 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None) -> T
             r = tensor(obj, dtype=dtype, device=device)
     else:
         r = as_tensor(obj, dtype=dtype, device=device)
-    return r.requires_grad_(True) if requires_grad else r
+    if isinstance(obj, Tensor):
+        return _asarray_requires_grad(obj, r, copy, requires_grad)
+    return _finish(r, bool(requires_grad))
+
+
+_ASARRAY_RG = ("torch.asarray: unspecified requires_grad now defaults to obj.requires_grad instead of False. Pass "
+               "requires_grad=False explicitly to get the old behavior and silence this warning.")
+
+
+def _asarray_requires_grad(obj: Tensor, r: Tensor, copy, requires_grad) -> Tensor:
+    """PyTorch's asarray of a tensor: unspecified, ``requires_grad`` is ``obj``'s (where that is True, with
+    PyTorch's warning, once per process); given, it is set on the result, and a result in a graph (a copy or
+    conversion, or a non-leaf ``obj``) asked for False is detached (``obj`` itself, a leaf, has its flag set, as
+    PyTorch's ``set_requires_grad`` does)."""
+    if requires_grad is None:
+        if obj._rg:
+            warn_once("asarray.requires_grad", _ASARRAY_RG, stacklevel=3)
+        return r
+    if not requires_grad and r.grad_fn is not None:
+        return r.detach()
+    return r.requires_grad_(bool(requires_grad))
 
 
 def _is_buffer(obj) -> bool:
@@ -576,7 +451,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
 def range_args(op: str, start, end, step) -> tuple:
     """arange's / range's bounds as Python numbers (a numpy number as the one it holds: np.float32(1.5) is no float,
     and its arange is float32), with PyTorch's checks: finite bounds, a nonzero step of the bounds' sign."""
-    start, end, step = (v.item() if isinstance(v, (Tensor, np.generic)) else v for v in (start, end, step))
+    # (a numpy number as PyTorch's parser takes it: np.bool_(True) is 1.0, a float bound)
+    start, end, step = (v.item() if isinstance(v, Tensor) else _dt.py_scalar(v) for v in (start, end, step))
     if not (math.isfinite(start) and math.isfinite(end)):
         raise RuntimeError(f"unsupported range: {start:g} -> {end:g}")
     if step == 0 or step != step:  # (NaN: PyTorch's message too)

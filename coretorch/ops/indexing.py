@@ -564,11 +564,16 @@ def _setitem(x: Tensor, key, value) -> None:
     vt = isinstance(value, Tensor)
     if vt and value._be is not x._be:
         value = _value_to(x, key, value, advanced)
+    if isinstance(value, np.generic):  # (x[0] = np.int64(300) for int8 raises as 300 does, as PyTorch)
+        value = _dt.py_scalar(value)
     if not vt and not isinstance(value, (int, float, bool)):
         value, vt = _creation.tensor(value, dtype=x.dtype, device=x.device), True
     if not vt and x.dtype is not _dt.float16 and x.dtype is not _dt.bfloat16:
         # (PyTorch stores a Python number into float16/bfloat16 unchecked: out of range it is inf, as a cast)
         value = _dt.fit_scalar(value, x.dtype)
+    elif not vt and value.__class__ is float:
+        with np.errstate(over="ignore"):  # (through float32, as c10 converts a double to half)
+            value = float(np.float32(value))
     # PyTorch: basic indexing copies (casting any dtype); advanced indexing is index_put_, which needs equal
     # dtypes unless it dispatches to masked_fill_ (one bool mask and a one-element value; PyTorch on CUDA wants
     # that value on the CPU, coretorch also takes one on the destination's device, as PyTorch's CPU does)

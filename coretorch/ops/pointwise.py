@@ -83,11 +83,11 @@ def _operands(op: str, a, b):
                     xb = table.expand(xb, shape)
         return a, b, xa, xb, dt, table
     if type(b) not in _SCALARS:
-        if b.__class__ is np.ndarray and b.ndim and isinstance(a, Tensor):  # (t + array: a tensor, as PyTorch's)
-            if any(s < 0 or s % b.itemsize for s in b.strides):  # (PyTorch takes any array here: a copy)
-                b = np.ascontiguousarray(b)
-            return _operands(op, a, _creation.as_tensor(b, device=a.device))
-        if hasattr(b, "__index__") or hasattr(b, "__float__") and not hasattr(b, "__len__"):
+        if b.__class__ is np.ndarray and isinstance(a, Tensor) and (b.ndim or op in _NUMPY_DTYPE_OPS):
+            return _operands(op, *_ndarray_operands(op, a, b))  # (t + array: a tensor, as PyTorch's)
+        if isinstance(b, np.generic):  # (a numpy number: the Python number PyTorch's parser makes of it)
+            b = _dt.py_scalar(b)
+        elif hasattr(b, "__index__") or hasattr(b, "__float__") and not hasattr(b, "__len__"):
             b = b.item() if hasattr(b, "item") else float(b)
         else:
             raise TypeError(f"{op}(): unsupported operand type(s): 'Tensor' and '{type(b).__name__}'")
@@ -106,6 +106,35 @@ def _operands(op: str, a, b):
         if b < lo or b > hi:  # PyTorch wraps an out-of-range Python int to the tensor's integer type
             b = (b - lo) % (hi - lo + 1) + lo
     return a, b, xa, b, dt, table
+
+
+#: the ops whose Tensor operator leaves an array operand to numpy in PyTorch (its comparisons take a 0-d array as
+#: a number, and the dimensioned ones by PyTorch's promotion, here)
+_NUMPY_DTYPE_OPS = frozenset(("add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "pow",
+                              "bitwise_and", "bitwise_or", "bitwise_xor"))
+
+
+def _ndarray_operands(op: str, a: Tensor, b: np.ndarray) -> tuple[Tensor, Tensor]:
+    """``tensor <op> array`` (0-d arrays too, for the arithmetic ops): PyTorch's Tensor operators leave an array
+    operand to numpy, which computes on the tensor's values and hands back a tensor: the result has numpy's dtype
+    (float32 tensor + 0-d float64 array: float64; int32 * float32 array: float64; int / int array: float64).
+    Both operands in that dtype (bfloat16, which numpy does not know, keeps PyTorch's promotion)."""
+    if any(s < 0 or s % b.itemsize for s in b.strides):  # (PyTorch takes any array here: a copy)
+        b = np.ascontiguousarray(b)
+    if op in _NUMPY_DTYPE_OPS and a.dtype is not _dt.bfloat16 and b.dtype.kind in "biuf":
+        nd = np.result_type(a.dtype.np, b.dtype)
+        if op in ("div", "true_divide") and nd.kind in "biu":  # (numpy's true_divide of integers: float64)
+            nd = np.dtype(np.float64)
+        try:
+            dt = _dt.from_numpy_dtype(nd)
+        except TypeError:  # (int64 with uint64: numpy's float64 has no such array here; PyTorch's promotion)
+            dt = None
+        if dt is not None:
+            if b.dtype != nd:
+                b = b.astype(nd)
+            if a.dtype is not dt:
+                a = a.to(dt)
+    return a, _creation.as_tensor(b, device=a.device)
 
 
 _INT_RANGE = {d: (int(np.iinfo(d.np).min), int(np.iinfo(d.np).max)) for d in _dt.all_dtypes
@@ -145,6 +174,8 @@ def _numbers_first(op: str, a, b) -> Tensor:
 
 
 def _operands_scalar_first(op, s, b: Tensor):
+    if isinstance(s, np.generic):  # (np.int8(-2) - u8: wraps as the Python int -2 does)
+        s = _dt.py_scalar(s)
     dt = _dt.result_type((s, b), _dt.default)
     if type(s) is int and dt.category == 1:  # PyTorch wraps the Python int to the integer type (300 - u8)
         lo, hi = _INT_RANGE[dt]
@@ -174,9 +205,10 @@ def _scalar_opmath(table) -> bool:
 
 
 def _round_to(v, dt) -> float:
-    """The Python number ``v`` rounded to the float dtype ``dt`` (out of range: inf, silently)."""
+    """The Python number ``v`` rounded to the float dtype ``dt`` (out of range: inf, silently), through float32 as
+    c10 converts a double to half/bfloat16 (1 + 2**-11 + 2**-40 is 1.0 in half: a tie once in float32)."""
     with np.errstate(over="ignore"):
-        return float(dt.np.type(v))
+        return float(dt.np.type(np.float32(v) if v.__class__ is float else v))
 
 
 def _to_default(t: Tensor) -> Tensor:
@@ -245,6 +277,10 @@ def _make_binary(name: str, node_cls, kind: str):
                 return _make(out, dt, table)
         if _ac.on:  # autocast: pow is on the float32 list of GPU-like devices (one attribute check when off)
             a, b = _ac_cast(name, a, b)
+        if isinstance(b, np.generic):  # a numpy number: the Python number PyTorch's parser makes of it
+            b = _dt.py_scalar(b)  # (u8 - np.int8(2) wraps, int8 ** np.uint8(200) raises, as the Python ints)
+        elif isinstance(a, np.generic):
+            a = _dt.py_scalar(a)
         a0, b0 = a, b  # as given: _operands wraps a Python int to the tensor's integer range (uint8 ** -1: 255)
         if kind == "div" and not isinstance(a, Tensor) and isinstance(b, Tensor) and type(a) in _SCALARS \
                 and not b.dtype.is_floating_point:
@@ -265,9 +301,11 @@ def _make_binary(name: str, node_cls, kind: str):
         a, b, xa, xb, dt, table = _operands(name, a, b)
         bt = isinstance(b, Tensor)
         out = None
-        if not bt and not opmath and dt in _REDUCED and xb.__class__ is not bool and _scalar_opmath(table):
+        if not bt and not opmath and dt in _REDUCED and xb.__class__ is not bool \
+                and (xb.__class__ is float or _scalar_opmath(table)):
             # PyTorch rounds the scalar to float16/bfloat16 for every op but mul/div (half(1) + 2049.0 is 2048,
-            # half(65504) == 65505.0 is True), as the cpu kernels do; this device's kernels would take it in float
+            # half(65504) == 65505.0 is True), as the cpu kernels do (opencl's would take it in float; numpy would
+            # round a double to half at once, not through float32 as c10 does)
             xb = _round_to(xb, dt)
         if opmath and not bt and dt in _REDUCED and not _scalar_opmath(table):
             # PyTorch computes float16/bfloat16 with a Python number in float32 (the op math type) and rounds once:
@@ -591,6 +629,7 @@ def floor_divide(input, other):
 
     Keeps integer dtypes; a zero integer divisor raises ``RuntimeError``.
     """
+    other = _dt.py_scalar(other)  # (half // np.float32(0.1): the divisor in float32, as a Python float's)
     s = _opmath_divisor(input, other)
     r = _floor_divide(input, other) if s is None else _floor_divide(input.detach().to(_dt.float32), s).to(input.dtype)
     return _not_implemented_graph(r, (input, other), "floor_divide")

@@ -326,6 +326,8 @@ def logit(input: Tensor, eps: float | None = None, *, out=None) -> Tensor:
             return logit(input, eps, out=out)
     _check("logit", input)
     x = _float(input)
+    if isinstance(eps, np.generic):  # (a numpy eps as PyTorch's double: 1 - np.uint8(2) would wrap in numpy)
+        eps = float(eps)
     with no_grad():
         xc = x if eps is None else clamp(x, eps, 1 - eps)
         r = log(div(xc, sub(1, xc)))
@@ -345,8 +347,9 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neg
     if not input.dtype.is_floating_point:
         return _out(input.clone(), out, "nan_to_num", input)
     fi = np.finfo(input.dtype.np)
-    hi = float(fi.max) if posinf is None else float(posinf)
-    lo = float(fi.min) if neginf is None else float(neginf)
+    with np.errstate(over="ignore"):  # (PyTorch casts each replacement to the dtype: half posinf=1e6 is inf)
+        hi, lo, nan = (float(np.array(float(v), dtype=np.float64).astype(input.dtype.np))
+                       for v in (fi.max if posinf is None else posinf, fi.min if neginf is None else neginf, nan))
     with no_grad():  # (one node below, PyTorch's formula)
         if lo <= -float(fi.max) and hi >= float(fi.max):  # every finite value lies in [lo, hi]: one clamp
             r = clamp(input, lo, hi)
@@ -381,10 +384,12 @@ def ldexp(input: Tensor, other, *, out=None) -> Tensor:
     _check("ldexp", input)
     if not isinstance(other, Tensor):
         raise TypeError(f"ldexp(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
-    if other.dtype is _bool:
+    if other.dtype is _bool and input.dtype.is_floating_point:
         raise NotImplementedError("ldexp: a bool exponent is not supported (PyTorch: \"ldexp_cpu_exp\" not "
                                   "implemented for 'Bool'); pass an integer or float tensor")
-    if other.dtype.is_floating_point:
+    if other.dtype.is_floating_point or not input.dtype.is_floating_point:
+        # (an integer or bool input: PyTorch's input * 2.0 ** other in float32, the exponent not wrapped to int32:
+        # ldexp(int64 2**40, 2**40) is inf)
         return _out(_named(mul(input, _pow(2.0, other)), _LdexpFloat), out, "ldexp", input, other)
     a, b = (input, other) if input._be is other._be else align_devices("ldexp", input, other)
     rt = a.dtype if a.dtype.is_floating_point else _dt.default  # (an integer exponent never promotes a float)

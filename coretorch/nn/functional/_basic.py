@@ -29,6 +29,10 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         input, weight, bias = _ac_cast("linear", input, weight, bias)
     if not isinstance(input, Tensor):
         _check_tensor("linear", "input", input)
+    if bias is not None and isinstance(bias, Tensor) and bias.dtype is not input.dtype \
+            and input.dtype is weight.dtype:  # (PyTorch's addmm: a bias of another dtype is not promoted)
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {bias.dtype._tname[:-6]} and "
+                           f"{input.dtype._tname[:-6]}")
     if len(input._data.shape) == 2 and len(weight._data.shape) == 2 and input.dtype is weight.dtype and \
             input._be is weight._be and \
             (bias is None or (bias.dtype is input.dtype and bias._be is input._be)):

@@ -168,6 +168,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("huber_loss", input, target)
     _check_reduction(reduction)
+    if isinstance(delta, np.generic):  # (a numpy delta as PyTorch's double: 0.5 * delta ** 2 not in float32)
+        delta = float(delta)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     input, target = _pointwise_target("huber_loss", *_loss_dtypes("huber_cpu", input, target, bool_input=False))
