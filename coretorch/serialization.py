@@ -61,7 +61,10 @@ _DTYPE_NAMES = ("float16", "float32", "float64", "uint8", "int8", "int16", "int3
 # safetensors dtype names -> numpy dtypes (safetensors.numpy itself does not read BF16, which ml_dtypes provides)
 _ST_TYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64,
              "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
-_ST_NAMES = {np.dtype(v): k for k, v in _ST_TYPES.items()}
+# unsigned types coretorch tensors lack: numpy arrays of them (``np.random.get_state()``'s uint32 key) are saved
+# and loaded in coretorch's own files; a tensor of them, or one in another tool's file, is refused
+_ST_ARRAY_ONLY = {"U16": np.uint16, "U32": np.uint32, "U64": np.uint64}
+_ST_NAMES = {np.dtype(v): k for k, v in (*_ST_TYPES.items(), *_ST_ARRAY_ONLY.items())}
 
 
 # ---- encoding ------------------------------------------------------------------------------------
@@ -107,7 +110,7 @@ class _Encoder:
     def ndarray(self, a: np.ndarray, path: str) -> dict:
         if a.dtype.name != "bfloat16" and a.dtype not in _ST_NAMES:
             raise TypeError(f"coretorch.save: cannot save {path[:200]}, a numpy array of dtype {a.dtype}; numpy "
-                            f"arrays of {', '.join(sorted(str(np.dtype(d)) for d in _ST_TYPES.values()))} and "
+                            f"arrays of {', '.join(sorted(str(np.dtype(d)) for d in _ST_NAMES))} and "
                             "bfloat16 are supported")
         name = self.ids.get(id(a)) or self._new_name(a, a)
         arr = self.arrays[name]
@@ -447,6 +450,8 @@ class _Decoder:
         if self.checksums and ("dtype" not in node or "shape" not in node):
             raise self.bad(f"tensor {name!r} has no dtype or shape in the structure")
         arr = self.checked(name, node)
+        if _ST_NAMES.get(arr.dtype) in _ST_ARRAY_ONLY:
+            raise self.bad(f"tensor {name!r} has dtype {arr.dtype}, which coretorch tensors do not have")
         t = self.place(arr, str(node.get("device", "cpu")))
         if node.get("requires_grad"):
             t.requires_grad_(True)
@@ -672,7 +677,7 @@ def _layout(name: str, entries: dict, foreign: bool = False) -> tuple[int, dict]
         if not (isinstance(info, dict) and set(info) == {"dtype", "shape", "data_offsets"}):
             raise _corrupted(name, f"bad header entry {key!r}")
         dt, shape, offs = info["dtype"], info["shape"], info["data_offsets"]
-        if dt not in _ST_TYPES and dt != "BF16":
+        if dt not in _ST_TYPES and dt != "BF16" and (foreign or dt not in _ST_ARRAY_ONLY):
             if foreign and isinstance(dt, str) and re.fullmatch(r"[A-Z0-9_]{1,16}", dt):
                 raise RuntimeError(f"coretorch.load: tensor {key!r} of {name} has the safetensors dtype {dt}, "
                                    "which coretorch does not support (it reads "
@@ -796,7 +801,7 @@ __all__ += ["add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_
 
 def _st_type(name: str) -> np.dtype:
     """The numpy dtype of a safetensors dtype name (bfloat16's ml_dtypes dtype is loaded on first use)."""
-    return _dtypes.bfloat16.np if name == "BF16" else np.dtype(_ST_TYPES[name])
+    return _dtypes.bfloat16.np if name == "BF16" else np.dtype(_ST_TYPES.get(name) or _ST_ARRAY_ONLY[name])
 
 
 def _st_name(dt: np.dtype) -> str:

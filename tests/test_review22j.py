@@ -1,0 +1,113 @@
+"""Review 22j (eager): saving and resuming, a second pass — torch.save/torch.load of what training checkpoints
+hold (numpy RNG states, numpy scalars, defaultdicts), state_dict round trips and resuming bitwise."""
+from __future__ import annotations
+
+import io
+import random
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+
+
+def _round_trip(obj, **kw):
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    buf.seek(0)
+    return torch.load(buf, **kw)
+
+
+def test_numpy_rng_states_round_trip():
+    """A checkpoint commonly holds ``np.random.get_state()`` (a tuple with a uint32 key array) and a numpy
+    Generator's state (a dict with 128-bit ints); PyTorch saves both.  coretorch's save raised TypeError
+    ("a numpy array of dtype uint32") before, so no checkpoint with numpy's RNG state could be written."""
+    np.random.seed(5)
+    np.random.rand(3)
+    legacy = np.random.get_state()
+    gen = np.random.default_rng(7)
+    gen.random(2)
+    ck = _round_trip({"np": legacy, "gen": gen.bit_generator.state, "u16": np.arange(3, dtype=np.uint16),
+                      "u64": np.array([2 ** 64 - 1], np.uint64)})
+    assert ck["np"][0] == "MT19937" and ck["np"][1].dtype == np.uint32
+    np.testing.assert_array_equal(ck["np"][1], legacy[1])
+    expect = np.random.rand(4)
+    np.random.seed(0)
+    np.random.set_state(ck["np"])
+    np.testing.assert_array_equal(np.random.rand(4), expect)
+    gen2 = np.random.default_rng()
+    gen2.bit_generator.state = ck["gen"]
+    np.testing.assert_array_equal(gen2.random(3), gen.random(3))
+    assert ck["u16"].dtype == np.uint16 and ck["u16"].tolist() == [0, 1, 2]
+    assert ck["u64"].dtype == np.uint64 and int(ck["u64"][0]) == 2 ** 64 - 1
+
+
+def test_a_full_training_checkpoint_resumes_bitwise(device):
+    """Model (BatchNorm, Dropout), AdamW with two param groups, OneCycleLR, GradScaler and the RNG states of
+    torch (the device's generator too), ``random`` and numpy saved mid-run, loaded into fresh objects after
+    other steps: the next steps are bitwise what continuing gives (the save of numpy's state raised before)."""
+    gen = torch.random._default_for(device)
+
+    def make():
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(),
+                                torch.nn.Dropout(0.3), torch.nn.Linear(8, 2)).to(device)
+        opt = torch.optim.AdamW([{"params": m[0].parameters(), "lr": 1e-2},
+                                 {"params": [*m[1].parameters(), *m[4].parameters()], "weight_decay": 0.0}],
+                                lr=3e-3, amsgrad=True)
+        sch = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=[0.05, 0.01], total_steps=50)
+        scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 8, growth_interval=2)
+        return m, opt, sch, scaler
+
+    def step(m, opt, sch, scaler):
+        x = torch.randn(16, 4, device=device) * (1 + random.random() + float(np.random.rand()))
+        y = torch.randint(0, 2, (16,), device=device)
+        opt.zero_grad()
+        scaler.scale(torch.nn.functional.cross_entropy(m(x), y)).backward()
+        scaler.step(opt)
+        scaler.update()
+        sch.step()
+        return m[4].weight.detach().cpu().numpy().copy()
+
+    random.seed(1)
+    np.random.seed(1)
+    objs = make()
+    for _ in range(3):
+        step(*objs)
+    m, opt, sch, scaler = objs
+    buf = io.BytesIO()
+    torch.save({"model": m.state_dict(), "opt": opt.state_dict(), "sch": sch.state_dict(),
+                "scaler": scaler.state_dict(), "rng": torch.get_rng_state(), "dev_rng": gen.get_state(),
+                "py": random.getstate(), "np": np.random.get_state(), "epoch": 3}, buf)
+    expect = [step(*objs) for _ in range(3)]
+
+    random.seed(9)
+    np.random.seed(9)
+    fresh = make()
+    step(*fresh)
+    buf.seek(0)
+    ck = torch.load(buf)
+    m2, opt2, sch2, scaler2 = fresh
+    m2.load_state_dict(ck["model"])
+    opt2.load_state_dict(ck["opt"])
+    sch2.load_state_dict(ck["sch"])
+    scaler2.load_state_dict(ck["scaler"])
+    torch.set_rng_state(ck["rng"])
+    gen.set_state(ck["dev_rng"])
+    random.setstate(ck["py"])
+    np.random.set_state(ck["np"])
+    assert ck["epoch"] == 3
+    for e in expect:
+        np.testing.assert_array_equal(step(*fresh), e)
+    for (k, a), b in zip(m.state_dict().items(), m2.state_dict().values()):
+        assert torch.equal(a, b), k
+
+
+def test_unsigned_arrays_are_refused_as_tensors_and_in_foreign_files(tmp_path):
+    """coretorch tensors have no uint16/32/64: the numpy arrays load as numpy arrays; a plain safetensors file
+    of U32 is still refused with the unsupported-dtype error (tests/test_checkpoint_interop.py)."""
+    from safetensors.numpy import save_file
+    p = tmp_path / "u32.safetensors"
+    save_file({"x": np.ones(2, np.uint32)}, str(p))
+    with pytest.raises(RuntimeError, match="dtype U32, which coretorch does not"):
+        torch.load(p)
