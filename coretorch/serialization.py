@@ -76,6 +76,7 @@ class _Encoder:
     def __init__(self) -> None:
         self.arrays: dict[str, np.ndarray] = {}
         self.ids: dict[int, str] = {}
+        self.views: dict[tuple, str] = {}  # (device, data_ptr, dtype, shape, strides) -> name
         self.keep: list = []  # keep encoded objects alive so that their ids stay unique
         self.names: list[str] = []  # the path of keys leading to the object being encoded
 
@@ -95,8 +96,11 @@ class _Encoder:
     def tensor(self, t) -> dict:
         from .tensor import Tensor
         name = self.ids.get(id(t))
-        if name is None:
-            name = self._new_name(t, t.detach()._host())
+        if name is None:  # another tensor object viewing the same memory the same way (state_dict()'s detached
+            view = (str(t.device), t.data_ptr(), t.dtype, tuple(t.shape), t.stride())  # tied weights): once
+            name = self.views.get(view)
+            if name is None:
+                name = self.views[view] = self._new_name(t, t.detach()._host())
         arr = self.arrays[name]
         out = {"tensor": name, "dtype": str(arr.dtype), "shape": list(arr.shape), "device": str(t.device),
                "crc32": _crc32(arr)}
@@ -446,13 +450,23 @@ class _Decoder:
     def tensor(self, node):
         name = node.get("tensor")
         if name in self.cache:
-            return self.cache[name]
+            t = self.cache[name]
+            is_param = type(t) is not type(t.detach())
+            if t.requires_grad == bool(node.get("requires_grad")) and is_param == bool(node.get("parameter")):
+                return t  # the same tensor object reached twice
+            return self.alias(t.detach(), node)  # the same memory, saved as a differently flagged tensor
         if self.checksums and ("dtype" not in node or "shape" not in node):
             raise self.bad(f"tensor {name!r} has no dtype or shape in the structure")
         arr = self.checked(name, node)
         if _ST_NAMES.get(arr.dtype) in _ST_ARRAY_ONLY:
             raise self.bad(f"tensor {name!r} has dtype {arr.dtype}, which coretorch tensors do not have")
-        t = self.place(arr, str(node.get("device", "cpu")))
+        t = self.alias(self.place(arr, str(node.get("device", "cpu"))), node)
+        self.cache[name] = t
+        return t
+
+    @staticmethod
+    def alias(t, node):
+        """``t`` with the node's ``requires_grad`` and Parameter flags."""
         if node.get("requires_grad"):
             t.requires_grad_(True)
         if node.get("parameter"):
@@ -460,7 +474,6 @@ class _Decoder:
             param = getattr(nn, "Parameter", None) if nn is not None else None
             if param is not None:
                 t = param(t, requires_grad=bool(node.get("requires_grad")))
-        self.cache[name] = t
         return t
 
     def place(self, arr: np.ndarray, location: str):

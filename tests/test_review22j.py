@@ -111,3 +111,35 @@ def test_unsigned_arrays_are_refused_as_tensors_and_in_foreign_files(tmp_path):
     save_file({"x": np.ones(2, np.uint32)}, str(p))
     with pytest.raises(RuntimeError, match="dtype U32, which coretorch does not"):
         torch.load(p)
+
+
+def test_tied_weights_in_a_state_dict_are_saved_once_and_load_shared(device):
+    """``state_dict()`` detaches each entry, so tied weights are two tensor objects viewing one memory; PyTorch
+    saves the storage once and the loaded entries share it (``data_ptr`` equal, a write to one seen by the
+    other).  coretorch before: stored twice (the file twice as big) and loaded as independent copies."""
+    def tied():
+        m = torch.nn.Sequential(torch.nn.Linear(32, 32, bias=False), torch.nn.Linear(32, 32, bias=False)).to(device)
+        m[1].weight = m[0].weight
+        return m
+
+    buf = io.BytesIO()
+    torch.save(tied().state_dict(), buf)
+    untied = io.BytesIO()
+    torch.save({"0.weight": torch.ones(32, 32), "1.weight": torch.ones(32, 32)}, untied)
+    assert len(buf.getvalue()) < len(untied.getvalue()) - 3000
+    buf.seek(0)
+    sd = torch.load(buf)
+    assert sd["0.weight"].data_ptr() == sd["1.weight"].data_ptr()
+    sd["0.weight"].fill_(2.0)
+    assert sd["1.weight"].sum().item() == 2048.0
+
+
+def test_a_parameter_and_its_detached_alias_keep_their_own_flags(device):
+    """``{"p": param, "d": param.detach()}``: PyTorch loads a Parameter and a plain tensor sharing its memory;
+    the shared entry keeps each reference's own ``requires_grad`` and Parameter-ness."""
+    p = torch.nn.Parameter(torch.ones(3, device=device))
+    back = _round_trip({"p": p, "d": p.detach(), "again": p})
+    assert type(back["p"]) is torch.nn.Parameter and back["p"].requires_grad and back["again"] is back["p"]
+    assert type(back["d"]) is torch.Tensor and not back["d"].requires_grad
+    back["d"].add_(1)
+    assert back["p"].detach().cpu().tolist() == [2.0, 2.0, 2.0]
