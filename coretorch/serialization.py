@@ -38,7 +38,7 @@ import struct
 import tempfile
 import time
 import zlib
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, defaultdict
 from typing import Any
 
 import numpy as np
@@ -64,6 +64,10 @@ _ST_TYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.
 # unsigned types coretorch tensors lack: numpy arrays of them (``np.random.get_state()``'s uint32 key) are saved
 # and loaded in coretorch's own files; a tensor of them, or one in another tool's file, is refused
 _ST_ARRAY_ONLY = {"U16": np.uint16, "U32": np.uint32, "U64": np.uint64}
+# the default_factory of a defaultdict that save stores (by name: nothing is pickled)
+_FACTORIES: dict[str, Any] = {"None": None, "list": list, "dict": dict, "set": set, "int": int, "float": float,
+                              "str": str, "tuple": tuple, "bool": bool, "OrderedDict": OrderedDict,
+                              "Counter": Counter}
 _ST_NAMES = {np.dtype(v): k for k, v in (*_ST_TYPES.items(), *_ST_ARRAY_ONLY.items())}
 
 
@@ -164,16 +168,25 @@ class _Encoder:
             return {kind: items}
         if isinstance(obj, dict):
             kind = "Counter" if isinstance(obj, Counter) else "OrderedDict" if isinstance(obj, OrderedDict) \
-                else "dict"
+                else "defaultdict" if isinstance(obj, defaultdict) else "dict"
+            factory = None
+            if kind == "defaultdict":
+                factory = next((n for n, f in _FACTORIES.items() if obj.default_factory is f), None)
+                if factory is None:
+                    raise TypeError(f"coretorch.save: cannot save {path[:200]}, a defaultdict whose default_factory "
+                                    f"is {obj.default_factory!r}; supported are {', '.join(_FACTORIES)} (coretorch "
+                                    "never pickles)")
             out = {kind: [[self.key(k, path, depth), self.item(v, str(k), f"{path}[{k!r}]", depth)]
                           for k, v in obj.items()]}
+            if factory is not None:
+                out["factory"] = factory
             meta = getattr(obj, "_metadata", None)  # nn.Module.state_dict() keeps version info here
             if isinstance(meta, dict):
                 out["_metadata"] = self.item(meta, "_metadata", f"{path}._metadata", depth)
             return out
         raise TypeError(f"coretorch.save: cannot save {path[:200]} of type {type(obj).__module__}."
                         f"{type(obj).__qualname__}; supported are tensors, numpy arrays, dicts (OrderedDict, "
-                        "Counter), lists, tuples, sets, bool/int/float/str/bytes, None, dtypes and devices "
+                        "Counter, defaultdict), lists, tuples, sets, bool/int/float/str/bytes, None, dtypes and devices "
                         "(coretorch never pickles)")
 
     def item(self, v, name: str, path: str, depth: int):
@@ -405,10 +418,15 @@ class _Decoder:
                 return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset, "Size": Size}[kind](items)
             except TypeError as e:
                 raise self.bad(str(e)) from None
-        if kind in ("dict", "OrderedDict", "Counter"):
+        if kind in ("dict", "OrderedDict", "Counter", "defaultdict"):
             if not isinstance(val, list) or any(not isinstance(kv, list) or len(kv) != 2 for kv in val):
                 raise self.bad(f"{kind} payload is not a list of key/value pairs")
-            out = {"dict": dict, "OrderedDict": OrderedDict, "Counter": Counter}[kind]()
+            if kind == "defaultdict":
+                if node.get("factory") not in _FACTORIES:
+                    raise self.bad(f"bad defaultdict factory {node.get('factory')!r}")
+                out = defaultdict(_FACTORIES[node["factory"]])
+            else:
+                out = {"dict": dict, "OrderedDict": OrderedDict, "Counter": Counter}[kind]()
             for k, v in val:
                 key = self.decode(k, depth + 1)
                 try:

@@ -143,3 +143,18 @@ def test_a_parameter_and_its_detached_alias_keep_their_own_flags(device):
     assert type(back["d"]) is torch.Tensor and not back["d"].requires_grad
     back["d"].add_(1)
     assert back["p"].detach().cpu().tolist() == [2.0, 2.0, 2.0]
+
+
+def test_defaultdicts_keep_their_default_factory():
+    """A checkpoint's metric history is often ``defaultdict(list)``; PyTorch's pickle keeps it a defaultdict.
+    coretorch before: loaded as a plain dict, so the resumed run's ``history[new_key].append(...)`` raised
+    KeyError.  A factory that cannot be named (a lambda) is refused at save, as pickle refuses it."""
+    from collections import Counter, defaultdict
+    hist: defaultdict = defaultdict(list, loss=[0.5, torch.tensor(0.25)])
+    back = _round_trip({"hist": hist, "counts": defaultdict(Counter), "plain": defaultdict(None, a=1)})
+    assert type(back["hist"]) is defaultdict and back["hist"].default_factory is list
+    back["hist"]["acc"].append(1.0)
+    assert back["hist"]["loss"][0] == 0.5 and back["hist"]["loss"][1].item() == 0.25
+    assert back["counts"]["x"] == Counter() and back["plain"].default_factory is None
+    with pytest.raises(TypeError, match="default_factory"):
+        _round_trip(defaultdict(lambda: 0))
