@@ -286,6 +286,8 @@ def _atomic_write(path: str, data: bytes) -> None:
     directory = os.path.dirname(path) or "."
     if not os.path.isdir(directory):
         raise _errors.MissingDirectoryError(f"coretorch.save: parent directory {directory} does not exist.")
+    if os.path.isdir(path):  # (os.replace's IsADirectoryError names the temporary file; PyTorch: RuntimeError)
+        raise _errors.DirectoryError(f"coretorch.save: {path} is a directory; save needs a file path")
     try:
         mode = os.stat(path).st_mode & 0o7777
     except FileNotFoundError:

@@ -158,3 +158,12 @@ def test_defaultdicts_keep_their_default_factory():
     assert back["counts"]["x"] == Counter() and back["plain"].default_factory is None
     with pytest.raises(TypeError, match="default_factory"):
         _round_trip(defaultdict(lambda: 0))
+
+
+def test_save_to_a_directory_raises_runtime_error_naming_it(tmp_path):
+    """PyTorch: ``torch.save(obj, "some_dir")`` raises RuntimeError ("open file failed ... Is a directory").
+    coretorch before: a bare IsADirectoryError naming its temporary file (``.tmpXXX.<pid>.<rand>.tmp``)."""
+    with pytest.raises(RuntimeError, match="is a directory") as info:
+        torch.save({"w": torch.ones(2)}, tmp_path)
+    assert isinstance(info.value, IsADirectoryError) and ".tmp" not in str(info.value)
+    assert list(tmp_path.parent.glob(f".{tmp_path.name}.*.tmp")) == []
