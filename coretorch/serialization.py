@@ -44,6 +44,8 @@ from typing import Any
 import numpy as np
 
 from . import _serialization_errors as _errors
+from ._serialization_args import (add_safe_globals, check_load_args as _check_load_args, clear_safe_globals,
+                                  get_safe_globals, safe_globals)
 from . import dtypes as _dtypes
 
 __all__ = ["save", "load", "FORMAT", "VERSION"]
@@ -735,7 +737,8 @@ def _layout(name: str, entries: dict, foreign: bool = False) -> tuple[int, dict]
     return end, out
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True, mmap=None, **pickle_load_args):
+def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None = None, mmap=None,
+         **pickle_load_args):
     """Load an object saved with ``coretorch.save``.
 
     ``map_location``: None (each tensor goes back to the device it was saved from), a device or device
@@ -744,8 +747,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
     ``mmap=True`` (a path only) maps the file instead of reading it: cpu tensors are copy-on-write views of
     the mapping, so writes to them never reach the file.
     Raises ``RuntimeError`` for a truncated, corrupted, tampered-with or foreign file, and refuses anything
-    but a regular file (a FIFO, a device).  ``weights_only`` is accepted for PyTorch compatibility: this loader
-    only ever reads data."""
+    but a regular file (a FIFO, a device).  ``weights_only`` is accepted for PyTorch compatibility (this loader
+    only ever reads data), and the arguments PyTorch's unpickler would refuse raise its errors."""
+    _check_load_args(weights_only, pickle_module, pickle_load_args)
     src = _Source(f, bool(mmap))
     try:
         n, entries, meta = _read_header(src)
@@ -788,47 +792,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
     return obj
 
 
-# ---- PyTorch's allow-list for weights_only unpickling: accepted, and kept, though coretorch never unpickles ----
-_safe_globals: list = []
-
-
-def add_safe_globals(safe_globals: list) -> None:
-    """Accepted as in PyTorch (the classes ``torch.load(weights_only=True)`` may rebuild); coretorch's format
-    holds only tensors and plain containers and is never unpickled, so nothing else needs allowing."""
-    if not isinstance(safe_globals, (list, tuple)):
-        raise TypeError(f"add_safe_globals expects a list, got {type(safe_globals).__name__}")
-    for g in safe_globals:
-        if not (callable(g) or (isinstance(g, tuple) and len(g) == 2 and isinstance(g[1], str))):
-            raise TypeError(f"safe globals must be classes/functions or (object, 'name') pairs, got {g!r}")
-        if g not in _safe_globals:
-            _safe_globals.append(g)
-
-
-def get_safe_globals() -> list:
-    """The globals ``add_safe_globals`` allowed, as a list."""
-    return list(_safe_globals)
-
-
-def clear_safe_globals() -> None:
-    """Forget every global ``add_safe_globals`` allowed."""
-    _safe_globals.clear()
-
-
-class safe_globals:
-    """``with torch.serialization.safe_globals([...]):`` adds the globals for the block only."""
-
-    def __init__(self, safe_globals: list) -> None:
-        self.safe_globals = safe_globals
-
-    def __enter__(self):
-        self._saved = list(_safe_globals)
-        add_safe_globals(self.safe_globals)
-
-    def __exit__(self, *exc):
-        _safe_globals[:] = self._saved
-        return False
-
-
+# PyTorch's weights_only switches (._serialization_args): accepted and checked, though coretorch never unpickles
 __all__ += ["add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
 
 

@@ -167,3 +167,29 @@ def test_save_to_a_directory_raises_runtime_error_naming_it(tmp_path):
         torch.save({"w": torch.ones(2)}, tmp_path)
     assert isinstance(info.value, IsADirectoryError) and ".tmp" not in str(info.value)
     assert list(tmp_path.parent.glob(f".{tmp_path.name}.*.tmp")) == []
+
+
+def test_load_refuses_the_keywords_pytorchs_unpickler_refuses():
+    """PyTorch passes ``torch.load``'s extra keywords to its unpickler: with the default ``weights_only=True``
+    only ``encoding`` is accepted (TypeError "Unpickler.__init__() got an unexpected keyword argument ..."),
+    with ``weights_only=False`` pickle's own; ``pickle_module`` with ``weights_only=True`` is a RuntimeError.
+    coretorch before: any keyword was ignored, so ``map_locaton="cpu"`` (misspelt) silently loaded onto the
+    saved device."""
+    import pickle
+    buf = io.BytesIO()
+    torch.save({"w": torch.ones(2)}, buf)
+
+    def load(**kw):
+        buf.seek(0)
+        return torch.load(buf, **kw)
+
+    with pytest.raises(TypeError, match="unexpected keyword argument 'map_locaton'"):
+        load(map_locaton="cpu")
+    with pytest.raises(TypeError, match="'bogus' is an invalid keyword argument for Unpickler"):
+        load(weights_only=False, bogus=1)
+    with pytest.raises(RuntimeError, match="Can not safely load weights when explicit pickle_module"):
+        load(pickle_module=pickle, weights_only=True)
+    assert load(pickle_module=pickle)["w"].tolist() == [1.0, 1.0]
+    assert load(weights_only=False, fix_imports=True, encoding="latin1")["w"].tolist() == [1.0, 1.0]
+    with pytest.warns(UserWarning, match="pickle_load_args only works if `weights_only=False`"):
+        assert load(encoding="latin1")["w"].tolist() == [1.0, 1.0]
