@@ -193,3 +193,14 @@ def test_load_refuses_the_keywords_pytorchs_unpickler_refuses():
     assert load(weights_only=False, fix_imports=True, encoding="latin1")["w"].tolist() == [1.0, 1.0]
     with pytest.warns(UserWarning, match="pickle_load_args only works if `weights_only=False`"):
         assert load(encoding="latin1")["w"].tolist() == [1.0, 1.0]
+
+
+def test_scheduler_step_before_optimizer_step_warns_at_the_callers_line():
+    """PyTorch's "Detected call of `lr_scheduler.step()` before `optimizer.step()`" warning (stacklevel=2) points
+    at the script's ``scheduler.step()`` line, so ``-W``/filterwarnings by module work; coretorch's pointed into
+    coretorch/optim."""
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=0.1)
+    sched = torch.optim.lr_scheduler.StepLR(opt, 2)
+    with pytest.warns(UserWarning, match="before `optimizer.step\\(\\)`") as rec:
+        sched.step()
+    assert rec[0].filename == __file__
