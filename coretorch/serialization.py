@@ -89,7 +89,7 @@ class _Encoder:
     def _new_name(self, obj, arr: np.ndarray) -> str:
         base = ".".join(self.names) or "tensor"
         name, k = base, 1
-        while name in self.arrays:
+        while name in self.arrays or name == "__metadata__":  # (the safetensors header's own key)
             k += 1
             name = f"{base}#{k}"
         if not arr.flags.c_contiguous:  # (np.ascontiguousarray would turn a 0-d array into 1-d)
@@ -117,12 +117,13 @@ class _Encoder:
             out["parameter"] = True
         return out
 
-    def ndarray(self, a: np.ndarray, path: str) -> dict:
+    def ndarray(self, orig: np.ndarray, path: str) -> dict:
+        a = orig if orig.dtype.isnative else orig.astype(orig.dtype.newbyteorder("="))  # (a big-endian array)
         if a.dtype.name != "bfloat16" and a.dtype not in _ST_NAMES:
             raise TypeError(f"coretorch.save: cannot save {path[:200]}, a numpy array of dtype {a.dtype}; numpy "
                             f"arrays of {', '.join(sorted(str(np.dtype(d)) for d in _ST_NAMES))} and "
                             "bfloat16 are supported")
-        name = self.ids.get(id(a)) or self._new_name(a, a)
+        name = self.ids.get(id(orig)) or self._new_name(orig, a)
         arr = self.arrays[name]
         return {"ndarray": name, "dtype": str(arr.dtype), "shape": list(arr.shape), "crc32": _crc32(arr)}
 

@@ -204,3 +204,27 @@ def test_scheduler_step_before_optimizer_step_warns_at_the_callers_line():
     with pytest.warns(UserWarning, match="before `optimizer.step\\(\\)`") as rec:
         sched.step()
     assert rec[0].filename == __file__
+
+
+def test_a_key_named_like_the_safetensors_header_key_round_trips(tmp_path):
+    """``{"__metadata__": tensor}`` (or a state dict with such a key): PyTorch saves and loads it.  coretorch
+    before: the tensor was named ``__metadata__`` in the safetensors header, clashing with the header's own
+    metadata entry, so save succeeded and every later load raised "corrupted ... (no coretorch format marker)":
+    a checkpoint lost without a word at save time."""
+    obj = {"__metadata__": torch.ones(2) * 7, "x": {"__metadata__": torch.zeros(1)}, "": torch.ones(1) * 3}
+    path = tmp_path / "m.pt"
+    torch.save(obj, path)
+    back = torch.load(path)
+    assert list(back) == ["__metadata__", "x", ""]
+    assert back["__metadata__"].tolist() == [7.0, 7.0] and back["x"]["__metadata__"].tolist() == [0.0]
+    assert back[""].tolist() == [3.0]
+
+
+def test_big_endian_numpy_arrays_are_saved_by_value():
+    """PyTorch pickles a numpy array of any byte order (``np.array([1, 2], ">i4")``, what some file readers
+    give).  coretorch before: TypeError "a numpy array of dtype >i4".  Now stored (little-endian, as
+    safetensors is) and loaded with the same values; one array reached twice is still stored once."""
+    a = np.array([1, -2, 2 ** 30], dtype=">i4")
+    back = _round_trip({"a": a, "again": a, "f": np.array([1.5], ">f8")})
+    assert back["a"].tolist() == [1, -2, 2 ** 30] and back["a"].dtype == np.int32 and back["again"] is back["a"]
+    assert back["f"].tolist() == [1.5]
