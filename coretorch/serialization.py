@@ -70,6 +70,9 @@ _ST_ARRAY_ONLY = {"U16": np.uint16, "U32": np.uint32, "U64": np.uint64}
 _FACTORIES: dict[str, Any] = {"None": None, "list": list, "dict": dict, "set": set, "int": int, "float": float,
                               "str": str, "tuple": tuple, "bool": bool, "OrderedDict": OrderedDict,
                               "Counter": Counter}
+# numpy scalar types save restores as themselves (others are stored as their Python value)
+_NP_SCALARS = frozenset(("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+                         "float32", "float64"))
 _ST_NAMES = {np.dtype(v): k for k, v in (*_ST_TYPES.items(), *_ST_ARRAY_ONLY.items())}
 
 
@@ -138,6 +141,11 @@ class _Encoder:
         from .device import device as _device
         if obj is None or isinstance(obj, (bool, str)):
             return obj
+        if isinstance(obj, (np.bool_, np.integer, np.floating)):  # (before float: np.float64 is a float)
+            value = self.encode(obj.item(), path, depth)
+            return {"npscalar": obj.dtype.name, "value": value} if obj.dtype.name in _NP_SCALARS else value
+        if isinstance(obj, complex):
+            return {"complex": [self.encode(obj.real, path, depth), self.encode(obj.imag, path, depth)]}
         if isinstance(obj, int):
             return int(obj)
         if isinstance(obj, float):
@@ -146,8 +154,6 @@ class _Encoder:
             return {"float": repr(float(obj))}  # 'inf', '-inf', 'nan'
         if isinstance(obj, Tensor):
             return self.tensor(obj)
-        if isinstance(obj, (np.bool_, np.integer, np.floating)):
-            return self.encode(obj.item(), path, depth)
         if isinstance(obj, np.ndarray):
             return self.ndarray(obj, path)
         if isinstance(obj, (bytes, bytearray)):
@@ -188,9 +194,9 @@ class _Encoder:
                 out["_metadata"] = self.item(meta, "_metadata", f"{path}._metadata", depth)
             return out
         raise TypeError(f"coretorch.save: cannot save {path[:200]} of type {type(obj).__module__}."
-                        f"{type(obj).__qualname__}; supported are tensors, numpy arrays, dicts (OrderedDict, "
-                        "Counter, defaultdict), lists, tuples, sets, bool/int/float/str/bytes, None, dtypes and devices "
-                        "(coretorch never pickles)")
+                        f"{type(obj).__qualname__}; supported are tensors, numpy arrays and scalars, dicts "
+                        "(OrderedDict, Counter, defaultdict), lists, tuples, sets, bool/int/float/complex/str/bytes, "
+                        "None, dtypes and devices (coretorch never pickles)")
 
     def item(self, v, name: str, path: str, depth: int):
         self.names.append(name)
@@ -414,6 +420,19 @@ class _Decoder:
             if val not in ("inf", "-inf", "nan"):
                 raise self.bad(f"bad float {val!r}")
             return float(val)
+        if kind == "complex":
+            parts = [self.decode(v, depth + 1) for v in val] if isinstance(val, list) and len(val) == 2 else None
+            if parts is None or any(type(v) is not float for v in parts):
+                raise self.bad(f"bad complex {val!r}")
+            return complex(*parts)
+        if kind == "npscalar":
+            value = self.decode(node.get("value"), depth + 1)
+            if val not in _NP_SCALARS or type(value) not in (bool, int, float):
+                raise self.bad(f"bad numpy scalar {val!r}")
+            try:
+                return np.dtype(val).type(value)
+            except (OverflowError, ValueError) as e:
+                raise self.bad(f"bad numpy scalar {val!r}: {e}") from None
         if kind in ("list", "tuple", "set", "frozenset", "Size"):
             if not isinstance(val, list):
                 raise self.bad(f"{kind} payload is not a list")

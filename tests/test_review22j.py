@@ -228,3 +228,22 @@ def test_big_endian_numpy_arrays_are_saved_by_value():
     back = _round_trip({"a": a, "again": a, "f": np.array([1.5], ">f8")})
     assert back["a"].tolist() == [1, -2, 2 ** 30] and back["a"].dtype == np.int32 and back["again"] is back["a"]
     assert back["f"].tolist() == [1.5]
+
+
+def test_numpy_scalars_and_complex_numbers_keep_their_types():
+    """PyTorch pickles ``np.float32(0.1)``, ``np.int64(3)`` (loaded back as those types) and Python ``complex``
+    (loaded even with weights_only=True).  coretorch before: numpy scalars came back as Python numbers
+    (``np.float32(0.1)`` as 0.10000000149011612) and ``complex`` raised TypeError at save."""
+    obj = {"f32": np.float32(0.1), "f64": np.float64(np.nan), "i64": np.int64(-3), "u64": np.uint64(2 ** 64 - 1),
+           "b": np.bool_(True), "f16": np.float16(65504), "c": 1.5 - 2j, "cinf": complex(float("inf"), -0.0),
+           np.int32(4): "numpy key"}
+    back = _round_trip(obj)
+    for k, v in obj.items():
+        got = back[k]
+        assert type(got) is type(v), k
+        if isinstance(v, (complex, np.floating, float)) and v != v:
+            assert got != got
+        else:
+            assert got == v, k
+    assert str(back["f32"]) == "0.1" and type(list(back)[-1]) is np.int32
+    assert repr(back["cinf"].imag) == "-0.0"
