@@ -179,13 +179,13 @@ class _Encoder:
             kind = "Counter" if isinstance(obj, Counter) else "OrderedDict" if isinstance(obj, OrderedDict) \
                 else "defaultdict" if isinstance(obj, defaultdict) else "dict"
             factory = None
-            if kind == "defaultdict":
+            if isinstance(obj, defaultdict):
                 factory = next((n for n, f in _FACTORIES.items() if obj.default_factory is f), None)
                 if factory is None:
                     raise TypeError(f"coretorch.save: cannot save {path[:200]}, a defaultdict whose default_factory "
                                     f"is {obj.default_factory!r}; supported are {', '.join(_FACTORIES)} (coretorch "
                                     "never pickles)")
-            out = {kind: [[self.key(k, path, depth), self.item(v, str(k), f"{path}[{k!r}]", depth)]
+            out: dict[str, Any] = {kind: [[self.key(k, path, depth), self.item(v, str(k), f"{path}[{k!r}]", depth)]
                           for k, v in obj.items()]}
             if factory is not None:
                 out["factory"] = factory
@@ -445,6 +445,7 @@ class _Decoder:
         if kind in ("dict", "OrderedDict", "Counter", "defaultdict"):
             if not isinstance(val, list) or any(not isinstance(kv, list) or len(kv) != 2 for kv in val):
                 raise self.bad(f"{kind} payload is not a list of key/value pairs")
+            out: Any
             if kind == "defaultdict":
                 if node.get("factory") not in _FACTORIES:
                     raise self.bad(f"bad defaultdict factory {node.get('factory')!r}")
