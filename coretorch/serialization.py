@@ -85,7 +85,7 @@ class _Encoder:
     def __init__(self) -> None:
         self.arrays: dict[str, np.ndarray] = {}
         self.ids: dict[int, str] = {}
-        self.views: dict[tuple, str] = {}  # (device, data_ptr, dtype, shape, strides) -> name
+        self.views: dict[tuple, list] = {}  # (device, data_ptr, dtype, shape, strides) -> [(tensor, name)]
         self.keep: list = []  # keep encoded objects alive so that their ids stay unique
         self.names: list[str] = []  # the path of keys leading to the object being encoded
 
@@ -105,11 +105,12 @@ class _Encoder:
     def tensor(self, t) -> dict:
         from .tensor import Tensor
         name = self.ids.get(id(t))
-        if name is None:  # another tensor object viewing the same memory the same way (state_dict()'s detached
-            view = (str(t.device), t.data_ptr(), t.dtype, tuple(t.shape), t.stride())  # tied weights): once
-            name = self.views.get(view)
+        if name is None:
+            key, name = self._same_view(t)
             if name is None:
-                name = self.views[view] = self._new_name(t, t.detach()._host())
+                name = self._new_name(t, t.detach()._host())
+                if key is not None:
+                    self.views.setdefault(key, []).append((t, name))
         arr = self.arrays[name]
         out = {"tensor": name, "dtype": str(arr.dtype), "shape": list(arr.shape), "device": str(t.device),
                "crc32": _crc32(arr)}
@@ -119,6 +120,19 @@ class _Encoder:
         if nn is not None and isinstance(t, getattr(nn, "Parameter", ())) and type(t) is not Tensor:
             out["parameter"] = True
         return out
+
+    def _same_view(self, t) -> tuple[tuple | None, str | None]:
+        """(key, name): the name of an already saved tensor object viewing the same memory as ``t`` the same way
+        (tied weights in a state_dict(), whose entries are distinct detached tensors), stored once; None if
+        there is none, or the backend cannot tell (then key is None too)."""
+        table = t._be
+        if not (table.has("data_ptr") and table.has("same_storage")):
+            return None, None
+        key = (str(t.device), t.data_ptr(), t.dtype, tuple(t.shape), t.stride())
+        for other, name in self.views.get(key, ()):  # (an opencl data_ptr is a buffer handle plus an offset)
+            if table.same_storage(t._data, other._data):
+                return key, name
+        return key, None
 
     def ndarray(self, orig: np.ndarray, path: str) -> dict:
         a = orig if orig.dtype.isnative else orig.astype(orig.dtype.newbyteorder("="))  # (a big-endian array)

@@ -247,3 +247,15 @@ def test_numpy_scalars_and_complex_numbers_keep_their_types():
             assert got == v, k
     assert str(back["f32"]) == "0.1" and type(list(back)[-1]) is np.int32
     assert repr(back["cinf"].imag) == "-0.0"
+
+
+def test_equal_data_ptrs_of_distinct_buffers_are_not_merged(device, monkeypatch):
+    """Storing a shared view once must not trust ``data_ptr`` alone: opencl's is a buffer handle plus a byte
+    offset, so two distinct buffers can give equal numbers.  With every data_ptr equal, distinct tensors are
+    still saved by their own values."""
+    a = torch.arange(4.0, device=device)
+    b = torch.arange(4.0, device=device) + 10
+    monkeypatch.setattr(torch.Tensor, "data_ptr", lambda self: 1234)
+    back = _round_trip({"a": a, "b": b, "a_view": a.detach()})
+    assert back["a"].tolist() == [0.0, 1.0, 2.0, 3.0] and back["b"].tolist() == [10.0, 11.0, 12.0, 13.0]
+    assert back["a_view"] is back["a"]
