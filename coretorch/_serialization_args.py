@@ -2,12 +2,21 @@
 though coretorch's format is never unpickled) and the checks PyTorch's unpickler makes of ``load``'s arguments."""
 from __future__ import annotations
 
+import operator
+import pickle
 import warnings
 
-__all__ = ["add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals", "check_load_args"]
+__all__ = ["add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals", "check_load_args",
+           "check_save_args"]
 
 # the keyword arguments of pickle.Unpickler that torch.load passes on (weights_only=True: ``encoding`` only)
 _UNPICKLER_ARGS = ("encoding", "fix_imports", "errors", "buffers")
+
+
+def check_save_args(pickle_protocol) -> None:
+    """Raise pickle's errors for a ``pickle_protocol`` PyTorch's pickler refuses (coretorch writes no pickle)."""
+    if pickle_protocol is not None and operator.index(pickle_protocol) > pickle.HIGHEST_PROTOCOL:
+        raise ValueError(f"pickle protocol must be <= {pickle.HIGHEST_PROTOCOL}")
 
 
 def check_load_args(weights_only, pickle_module, pickle_load_args: dict) -> None:

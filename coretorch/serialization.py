@@ -44,8 +44,9 @@ from typing import Any
 import numpy as np
 
 from . import _serialization_errors as _errors
-from ._serialization_args import (add_safe_globals, check_load_args as _check_load_args, clear_safe_globals,
-                                  get_safe_globals, safe_globals)
+from ._serialization_args import (add_safe_globals, check_load_args as _check_load_args,
+                                  check_save_args as _check_save_args, clear_safe_globals, get_safe_globals,
+                                  safe_globals)
 from . import dtypes as _dtypes
 
 __all__ = ["save", "load", "FORMAT", "VERSION"]
@@ -375,6 +376,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     """Save ``obj`` (a state dict: nested dicts/lists/tuples of tensors, numbers, strings, None) to ``f``
     (a path, written atomically, or a binary file object).  The pickle arguments exist only for PyTorch
     compatibility and are ignored: nothing is ever pickled.  Identical content gives identical bytes."""
+    _check_save_args(pickle_protocol)
     enc = _Encoder()
     structure = enc.encode(obj)
     data = _serialize(enc.arrays, json.dumps(structure, separators=(",", ":"), allow_nan=False))

@@ -259,3 +259,14 @@ def test_equal_data_ptrs_of_distinct_buffers_are_not_merged(device, monkeypatch)
     back = _round_trip({"a": a, "b": b, "a_view": a.detach()})
     assert back["a"].tolist() == [0.0, 1.0, 2.0, 3.0] and back["b"].tolist() == [10.0, 11.0, 12.0, 13.0]
     assert back["a_view"] is back["a"]
+
+
+def test_save_checks_pickle_protocol_as_pickle_does():
+    """``torch.save(obj, f, pickle_protocol=99)``: PyTorch's pickler raises ValueError "pickle protocol must be
+    <= 5" and a non-integer TypeError; coretorch (which writes no pickle) accepted anything."""
+    import pickle
+    with pytest.raises(ValueError, match=f"pickle protocol must be <= {pickle.HIGHEST_PROTOCOL}"):
+        torch.save(torch.ones(1), io.BytesIO(), pickle_protocol=99)
+    with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
+        torch.save(torch.ones(1), io.BytesIO(), pickle_protocol="2")
+    torch.save(torch.ones(1), io.BytesIO(), pickle_protocol=pickle.HIGHEST_PROTOCOL)
