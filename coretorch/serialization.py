@@ -154,6 +154,7 @@ class _Encoder:
         from .tensor import Size, Tensor
         from .dtypes import dtype as _dtype
         from .device import device as _device
+        from ._compat import layout as _layout
         if obj is None or isinstance(obj, (bool, str)):
             return obj
         if isinstance(obj, (np.bool_, np.integer, np.floating)):  # (before float: np.float64 is a float)
@@ -177,6 +178,8 @@ class _Encoder:
             return {"dtype": str(obj).rsplit(".", 1)[-1]}
         if isinstance(obj, _device):
             return {"device": str(obj)}
+        if isinstance(obj, _layout):  # (PyTorch's weights_only load accepts layouts too)
+            return {"layout": obj._name}
         if isinstance(obj, (list, tuple, set, frozenset, dict)) and depth >= _MAX_DEPTH:
             raise ValueError(f"coretorch.save: {path[:200]} nests containers more than {_MAX_DEPTH} levels deep, "
                              "more than coretorch.load accepts")
@@ -211,7 +214,7 @@ class _Encoder:
         raise TypeError(f"coretorch.save: cannot save {path[:200]} of type {type(obj).__module__}."
                         f"{type(obj).__qualname__}; supported are tensors, numpy arrays and scalars, dicts "
                         "(OrderedDict, Counter, defaultdict), lists, tuples, sets, bool/int/float/complex/str/bytes, "
-                        "None, dtypes and devices (coretorch never pickles)")
+                        "None, dtypes, layouts and devices (coretorch never pickles)")
 
     def item(self, v, name: str, path: str, depth: int):
         self.names.append(name)
@@ -488,6 +491,11 @@ class _Decoder:
                 return device(val)
             except Exception as e:
                 raise self.bad(f"bad device {val!r}: {e}") from None
+        if kind == "layout":
+            import coretorch
+            if val not in ("strided", "sparse_coo"):
+                raise self.bad(f"unknown layout {val!r}")
+            return getattr(coretorch, val)
         raise self.bad(f"unknown element {kind!r}")
 
     def checked(self, name, node) -> np.ndarray:

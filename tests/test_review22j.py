@@ -270,3 +270,9 @@ def test_save_checks_pickle_protocol_as_pickle_does():
     with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
         torch.save(torch.ones(1), io.BytesIO(), pickle_protocol="2")
     torch.save(torch.ones(1), io.BytesIO(), pickle_protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def test_layouts_round_trip():
+    """PyTorch saves ``torch.strided`` (its weights_only load accepts layouts); coretorch raised TypeError."""
+    back = _round_trip({"meta": {"layout": torch.ones(1).layout, "dtype": torch.float32}, "s": torch.sparse_coo})
+    assert back["meta"]["layout"] is torch.strided and back["s"] is torch.sparse_coo
