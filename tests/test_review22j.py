@@ -276,3 +276,21 @@ def test_layouts_round_trip():
     """PyTorch saves ``torch.strided`` (its weights_only load accepts layouts); coretorch raised TypeError."""
     back = _round_trip({"meta": {"layout": torch.ones(1).layout, "dtype": torch.float32}, "s": torch.sparse_coo})
     assert back["meta"]["layout"] is torch.strided and back["s"] is torch.sparse_coo
+
+
+def test_a_float32_checkpoint_loads_into_a_half_model_on_another_device_without_numpy_warnings():
+    """Loading a cpu float32 state dict into a float16 model on another device (or ``.to(dev, float16)``) casts
+    on the way; PyTorch's cast gives inf for out-of-range values without a word.  coretorch's cross-device cast
+    raised numpy's "RuntimeWarning: overflow encountered in cast" (an error under ``-W error``)."""
+    import warnings
+    devices = torch.testing.available_devices()
+    other = next((d for d in devices if d != "cpu"), None)
+    if other is None:
+        pytest.skip("needs a second device")
+    model = torch.nn.Linear(3, 1, bias=False).half().to(other)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.load_state_dict({"weight": torch.tensor([[1e5, -1e5, 0.5]])})
+        as_int = torch.tensor([float("nan"), 2.0]).to(other, torch.int32)
+    assert model.weight.float().cpu().tolist() == [[float("inf"), float("-inf"), 0.5]]
+    assert as_int.cpu().tolist()[1] == 2
