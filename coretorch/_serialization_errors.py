@@ -9,4 +9,4 @@ class MissingDirectoryError(FileNotFoundError, RuntimeError):
 
 
 class DirectoryError(IsADirectoryError, RuntimeError):
-    """``load`` of a directory (PyTorch: ``IsADirectoryError``)."""
+    """``load`` of a directory (PyTorch: ``IsADirectoryError``), ``save`` to one (PyTorch: ``RuntimeError``)."""

@@ -38,166 +38,28 @@ import struct
 import tempfile
 import time
 import zlib
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, defaultdict
 from typing import Any
 
 import numpy as np
 
 from . import _serialization_errors as _errors
+from ._serialization_args import (add_safe_globals, check_load_args as _check_load_args,
+                                  check_save_args as _check_save_args, clear_safe_globals, get_safe_globals,
+                                  safe_globals)
 from . import dtypes as _dtypes
+from ._serialization_encode import (_DTYPE_NAMES, _FACTORIES, _MAX_DEPTH, _NP_SCALARS, _ST_ARRAY_ONLY, _ST_NAMES,
+                                    _ST_TYPES, _crc32, _Encoder, _nn)
 
 __all__ = ["save", "load", "FORMAT", "VERSION"]
 
 FORMAT = "coretorch"
 VERSION = 2
 _MAX_HEADER = 100_000_000  # the limit the safetensors library itself enforces
-_MAX_DEPTH = 100           # containers inside containers (save refuses deeper objects; load calls it corrupted)
 _MAX_NDIM = 64             # numpy's limit
 _CRC_KEY = "coretorch.header_crc32"
 _PREFIX = b'{"__metadata__":{"' + _CRC_KEY.encode() + b'":"'
 _STALE_TMP_S = 24 * 3600   # a temporary file this old is removed even if a process with its pid runs
-
-_DTYPE_NAMES = ("float16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64", "bool", "bfloat16")
-# safetensors dtype names -> numpy dtypes (safetensors.numpy itself does not read BF16, which ml_dtypes provides)
-_ST_TYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64,
-             "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
-_ST_NAMES = {np.dtype(v): k for k, v in _ST_TYPES.items()}
-
-
-# ---- encoding ------------------------------------------------------------------------------------
-class _Encoder:
-    """The structure of a saved object as JSON, and its arrays by name.  Each array is named by the path of
-    keys and indices that reaches it (``fc1.weight`` in a state dict, ``model.fc1.weight`` in a dict of state
-    dicts), so that other safetensors readers see meaningful names; a name already taken gets ``#2``, ``#3``."""
-
-    def __init__(self) -> None:
-        self.arrays: dict[str, np.ndarray] = {}
-        self.ids: dict[int, str] = {}
-        self.keep: list = []  # keep encoded objects alive so that their ids stay unique
-        self.names: list[str] = []  # the path of keys leading to the object being encoded
-
-    def _new_name(self, obj, arr: np.ndarray) -> str:
-        base = ".".join(self.names) or "tensor"
-        name, k = base, 1
-        while name in self.arrays:
-            k += 1
-            name = f"{base}#{k}"
-        if not arr.flags.c_contiguous:  # (np.ascontiguousarray would turn a 0-d array into 1-d)
-            arr = arr.copy(order="C")
-        self.arrays[name] = arr
-        self.ids[id(obj)] = name
-        self.keep.append(obj)
-        return name
-
-    def tensor(self, t) -> dict:
-        from .tensor import Tensor
-        name = self.ids.get(id(t))
-        if name is None:
-            name = self._new_name(t, t.detach()._host())
-        arr = self.arrays[name]
-        out = {"tensor": name, "dtype": str(arr.dtype), "shape": list(arr.shape), "device": str(t.device),
-               "crc32": _crc32(arr)}
-        if t.requires_grad:
-            out["requires_grad"] = True
-        nn = _nn()
-        if nn is not None and isinstance(t, getattr(nn, "Parameter", ())) and type(t) is not Tensor:
-            out["parameter"] = True
-        return out
-
-    def ndarray(self, a: np.ndarray, path: str) -> dict:
-        if a.dtype.name != "bfloat16" and a.dtype not in _ST_NAMES:
-            raise TypeError(f"coretorch.save: cannot save {path[:200]}, a numpy array of dtype {a.dtype}; numpy "
-                            f"arrays of {', '.join(sorted(str(np.dtype(d)) for d in _ST_TYPES.values()))} and "
-                            "bfloat16 are supported")
-        name = self.ids.get(id(a)) or self._new_name(a, a)
-        arr = self.arrays[name]
-        return {"ndarray": name, "dtype": str(arr.dtype), "shape": list(arr.shape), "crc32": _crc32(arr)}
-
-    def bytes_(self, b) -> dict:
-        kind = "bytes" if isinstance(b, bytes) else "bytearray"
-        name = self._new_name(b, np.frombuffer(bytes(b), np.uint8))
-        return {kind: name, "crc32": _crc32(self.arrays[name])}
-
-    def encode(self, obj, path: str = "obj", depth: int = 0):
-        from .tensor import Size, Tensor
-        from .dtypes import dtype as _dtype
-        from .device import device as _device
-        if obj is None or isinstance(obj, (bool, str)):
-            return obj
-        if isinstance(obj, int):
-            return int(obj)
-        if isinstance(obj, float):
-            if math.isfinite(obj):
-                return float(obj)
-            return {"float": repr(float(obj))}  # 'inf', '-inf', 'nan'
-        if isinstance(obj, Tensor):
-            return self.tensor(obj)
-        if isinstance(obj, (np.bool_, np.integer, np.floating)):
-            return self.encode(obj.item(), path, depth)
-        if isinstance(obj, np.ndarray):
-            return self.ndarray(obj, path)
-        if isinstance(obj, (bytes, bytearray)):
-            return self.bytes_(obj)
-        if isinstance(obj, _dtype):
-            return {"dtype": str(obj).rsplit(".", 1)[-1]}
-        if isinstance(obj, _device):
-            return {"device": str(obj)}
-        if isinstance(obj, (list, tuple, set, frozenset, dict)) and depth >= _MAX_DEPTH:
-            raise ValueError(f"coretorch.save: {path[:200]} nests containers more than {_MAX_DEPTH} levels deep, "
-                             "more than coretorch.load accepts")
-        if isinstance(obj, (list, tuple, set, frozenset)):
-            kind = "Size" if isinstance(obj, Size) else {list: "list", tuple: "tuple", set: "set",
-                                                          frozenset: "frozenset"}.get(type(obj))
-            if kind is None:  # named tuples and other subclasses are stored as their base type
-                kind = next(k for c, k in ((list, "list"), (tuple, "tuple"), (frozenset, "frozenset"),
-                                           (set, "set")) if isinstance(obj, c))
-            items = [self.item(v, str(i), f"{path}[{i}]", depth) for i, v in enumerate(obj)]
-            if kind in ("set", "frozenset"):  # a set's order depends on string hashing: sort for identical bytes
-                items.sort(key=lambda v: json.dumps(v, sort_keys=True))
-            return {kind: items}
-        if isinstance(obj, dict):
-            kind = "Counter" if isinstance(obj, Counter) else "OrderedDict" if isinstance(obj, OrderedDict) \
-                else "dict"
-            out = {kind: [[self.key(k, path, depth), self.item(v, str(k), f"{path}[{k!r}]", depth)]
-                          for k, v in obj.items()]}
-            meta = getattr(obj, "_metadata", None)  # nn.Module.state_dict() keeps version info here
-            if isinstance(meta, dict):
-                out["_metadata"] = self.item(meta, "_metadata", f"{path}._metadata", depth)
-            return out
-        raise TypeError(f"coretorch.save: cannot save {path[:200]} of type {type(obj).__module__}."
-                        f"{type(obj).__qualname__}; supported are tensors, numpy arrays, dicts (OrderedDict, "
-                        "Counter), lists, tuples, sets, bool/int/float/str/bytes, None, dtypes and devices "
-                        "(coretorch never pickles)")
-
-    def item(self, v, name: str, path: str, depth: int):
-        self.names.append(name)
-        try:
-            return self.encode(v, path, depth + 1)
-        finally:
-            self.names.pop()
-
-    def key(self, k, path, depth: int = 0):
-        from .tensor import Tensor
-        if isinstance(k, Tensor):
-            raise TypeError(f"coretorch.save: a tensor used as a dict key in {path} cannot be saved; use the "
-                            "optimizer's state_dict() (integer parameter ids) instead")
-        if isinstance(k, (np.ndarray, bytearray, list, dict, set)):
-            raise TypeError(f"coretorch.save: a {type(k).__name__} used as a dict key in {path[:200]} cannot be "
-                            "saved (keys are numbers, strings, bytes, None or tuples of them)")
-        return self.encode(k, path, depth + 1)
-
-
-def _crc32(arr: np.ndarray) -> int:
-    return zlib.crc32(arr.reshape(-1).view(np.uint8).data) if arr.size else 0
-
-
-def _nn():
-    try:
-        from . import nn
-    except Exception:  # pragma: no cover - nn is part of the package
-        return None
-    return nn
-
 
 # ---- writing ---------------------------------------------------------------------------------------
 def _write_bytes(f, data: bytes) -> None:
@@ -266,6 +128,8 @@ def _atomic_write(path: str, data: bytes) -> None:
     directory = os.path.dirname(path) or "."
     if not os.path.isdir(directory):
         raise _errors.MissingDirectoryError(f"coretorch.save: parent directory {directory} does not exist.")
+    if os.path.isdir(path):  # (os.replace's IsADirectoryError names the temporary file; PyTorch: RuntimeError)
+        raise _errors.DirectoryError(f"coretorch.save: {path} is a directory; save needs a file path")
     try:
         mode = os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
@@ -330,6 +194,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     """Save ``obj`` (a state dict: nested dicts/lists/tuples of tensors, numbers, strings, None) to ``f``
     (a path, written atomically, or a binary file object).  The pickle arguments exist only for PyTorch
     compatibility and are ignored: nothing is ever pickled.  Identical content gives identical bytes."""
+    _check_save_args(pickle_protocol)
     enc = _Encoder()
     structure = enc.encode(obj)
     data = _serialize(enc.arrays, json.dumps(structure, separators=(",", ":"), allow_nan=False))
@@ -389,6 +254,19 @@ class _Decoder:
             if val not in ("inf", "-inf", "nan"):
                 raise self.bad(f"bad float {val!r}")
             return float(val)
+        if kind == "complex":
+            parts = [self.decode(v, depth + 1) for v in val] if isinstance(val, list) and len(val) == 2 else None
+            if parts is None or any(type(v) is not float for v in parts):
+                raise self.bad(f"bad complex {val!r}")
+            return complex(*parts)
+        if kind == "npscalar":
+            value = self.decode(node.get("value"), depth + 1)
+            if val not in _NP_SCALARS or type(value) not in (bool, int, float):
+                raise self.bad(f"bad numpy scalar {val!r}")
+            try:
+                return np.dtype(val).type(value)
+            except (OverflowError, ValueError) as e:
+                raise self.bad(f"bad numpy scalar {val!r}: {e}") from None
         if kind in ("list", "tuple", "set", "frozenset", "Size"):
             if not isinstance(val, list):
                 raise self.bad(f"{kind} payload is not a list")
@@ -398,10 +276,16 @@ class _Decoder:
                 return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset, "Size": Size}[kind](items)
             except TypeError as e:
                 raise self.bad(str(e)) from None
-        if kind in ("dict", "OrderedDict", "Counter"):
+        if kind in ("dict", "OrderedDict", "Counter", "defaultdict"):
             if not isinstance(val, list) or any(not isinstance(kv, list) or len(kv) != 2 for kv in val):
                 raise self.bad(f"{kind} payload is not a list of key/value pairs")
-            out = {"dict": dict, "OrderedDict": OrderedDict, "Counter": Counter}[kind]()
+            out: Any
+            if kind == "defaultdict":
+                if node.get("factory") not in _FACTORIES:
+                    raise self.bad(f"bad defaultdict factory {node.get('factory')!r}")
+                out = defaultdict(_FACTORIES[node["factory"]])
+            else:
+                out = {"dict": dict, "OrderedDict": OrderedDict, "Counter": Counter}[kind]()
             for k, v in val:
                 key = self.decode(k, depth + 1)
                 try:
@@ -422,6 +306,11 @@ class _Decoder:
                 return device(val)
             except Exception as e:
                 raise self.bad(f"bad device {val!r}: {e}") from None
+        if kind == "layout":
+            import coretorch
+            if val not in ("strided", "sparse_coo"):
+                raise self.bad(f"unknown layout {val!r}")
+            return getattr(coretorch, val)
         raise self.bad(f"unknown element {kind!r}")
 
     def checked(self, name, node) -> np.ndarray:
@@ -443,11 +332,23 @@ class _Decoder:
     def tensor(self, node):
         name = node.get("tensor")
         if name in self.cache:
-            return self.cache[name]
+            t = self.cache[name]
+            is_param = type(t) is not type(t.detach())
+            if t.requires_grad == bool(node.get("requires_grad")) and is_param == bool(node.get("parameter")):
+                return t  # the same tensor object reached twice
+            return self.alias(t.detach(), node)  # the same memory, saved as a differently flagged tensor
         if self.checksums and ("dtype" not in node or "shape" not in node):
             raise self.bad(f"tensor {name!r} has no dtype or shape in the structure")
         arr = self.checked(name, node)
-        t = self.place(arr, str(node.get("device", "cpu")))
+        if _ST_NAMES.get(arr.dtype) in _ST_ARRAY_ONLY:
+            raise self.bad(f"tensor {name!r} has dtype {arr.dtype}, which coretorch tensors do not have")
+        t = self.alias(self.place(arr, str(node.get("device", "cpu"))), node)
+        self.cache[name] = t
+        return t
+
+    @staticmethod
+    def alias(t, node):
+        """``t`` with the node's ``requires_grad`` and Parameter flags."""
         if node.get("requires_grad"):
             t.requires_grad_(True)
         if node.get("parameter"):
@@ -455,7 +356,6 @@ class _Decoder:
             param = getattr(nn, "Parameter", None) if nn is not None else None
             if param is not None:
                 t = param(t, requires_grad=bool(node.get("requires_grad")))
-        self.cache[name] = t
         return t
 
     def place(self, arr: np.ndarray, location: str):
@@ -672,7 +572,7 @@ def _layout(name: str, entries: dict, foreign: bool = False) -> tuple[int, dict]
         if not (isinstance(info, dict) and set(info) == {"dtype", "shape", "data_offsets"}):
             raise _corrupted(name, f"bad header entry {key!r}")
         dt, shape, offs = info["dtype"], info["shape"], info["data_offsets"]
-        if dt not in _ST_TYPES and dt != "BF16":
+        if dt not in _ST_TYPES and dt != "BF16" and (foreign or dt not in _ST_ARRAY_ONLY):
             if foreign and isinstance(dt, str) and re.fullmatch(r"[A-Z0-9_]{1,16}", dt):
                 raise RuntimeError(f"coretorch.load: tensor {key!r} of {name} has the safetensors dtype {dt}, "
                                    "which coretorch does not support (it reads "
@@ -697,7 +597,8 @@ def _layout(name: str, entries: dict, foreign: bool = False) -> tuple[int, dict]
     return end, out
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True, mmap=None, **pickle_load_args):
+def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None = None, mmap=None,
+         **pickle_load_args):
     """Load an object saved with ``coretorch.save``.
 
     ``map_location``: None (each tensor goes back to the device it was saved from), a device or device
@@ -706,8 +607,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
     ``mmap=True`` (a path only) maps the file instead of reading it: cpu tensors are copy-on-write views of
     the mapping, so writes to them never reach the file.
     Raises ``RuntimeError`` for a truncated, corrupted, tampered-with or foreign file, and refuses anything
-    but a regular file (a FIFO, a device).  ``weights_only`` is accepted for PyTorch compatibility: this loader
-    only ever reads data."""
+    but a regular file (a FIFO, a device).  ``weights_only`` is accepted for PyTorch compatibility (this loader
+    only ever reads data), and the arguments PyTorch's unpickler would refuse raise its errors."""
+    _check_load_args(weights_only, pickle_module, pickle_load_args)
     src = _Source(f, bool(mmap))
     try:
         n, entries, meta = _read_header(src)
@@ -750,53 +652,13 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
     return obj
 
 
-# ---- PyTorch's allow-list for weights_only unpickling: accepted, and kept, though coretorch never unpickles ----
-_safe_globals: list = []
-
-
-def add_safe_globals(safe_globals: list) -> None:
-    """Accepted as in PyTorch (the classes ``torch.load(weights_only=True)`` may rebuild); coretorch's format
-    holds only tensors and plain containers and is never unpickled, so nothing else needs allowing."""
-    if not isinstance(safe_globals, (list, tuple)):
-        raise TypeError(f"add_safe_globals expects a list, got {type(safe_globals).__name__}")
-    for g in safe_globals:
-        if not (callable(g) or (isinstance(g, tuple) and len(g) == 2 and isinstance(g[1], str))):
-            raise TypeError(f"safe globals must be classes/functions or (object, 'name') pairs, got {g!r}")
-        if g not in _safe_globals:
-            _safe_globals.append(g)
-
-
-def get_safe_globals() -> list:
-    """The globals ``add_safe_globals`` allowed, as a list."""
-    return list(_safe_globals)
-
-
-def clear_safe_globals() -> None:
-    """Forget every global ``add_safe_globals`` allowed."""
-    _safe_globals.clear()
-
-
-class safe_globals:
-    """``with torch.serialization.safe_globals([...]):`` adds the globals for the block only."""
-
-    def __init__(self, safe_globals: list) -> None:
-        self.safe_globals = safe_globals
-
-    def __enter__(self):
-        self._saved = list(_safe_globals)
-        add_safe_globals(self.safe_globals)
-
-    def __exit__(self, *exc):
-        _safe_globals[:] = self._saved
-        return False
-
-
+# PyTorch's weights_only switches (._serialization_args): accepted and checked, though coretorch never unpickles
 __all__ += ["add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
 
 
 def _st_type(name: str) -> np.dtype:
     """The numpy dtype of a safetensors dtype name (bfloat16's ml_dtypes dtype is loaded on first use)."""
-    return _dtypes.bfloat16.np if name == "BF16" else np.dtype(_ST_TYPES[name])
+    return _dtypes.bfloat16.np if name == "BF16" else np.dtype(_ST_TYPES.get(name) or _ST_ARRAY_ONLY[name])
 
 
 def _st_name(dt: np.dtype) -> str:

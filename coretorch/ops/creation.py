@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Callable, TypeVar, cast
 import numpy as np
 
 from .. import dtypes as _dt
+from .._fpquiet import quiet_call
 from .._backend import get_table
 from .._warn_once import warn_once
 from ..autograd.grad_mode import state as _gs
@@ -612,8 +613,8 @@ def _copy_to(src, dst, np_dtype, x):
     if order is not None:
         x = src.permute(x, order)   # (row-major in memory order: moved as it lies, laid back out on arrival)
     host = src.to_numpy(x)
-    if np_dtype is not None:
-        host = host.astype(np_dtype)
+    if np_dtype is not None:  # (PyTorch's cast gives inf / its own value for NaN silently: numpy would warn)
+        host = quiet_call(host.astype, np_dtype)
     out = dst.from_numpy(np.array(host, copy=True, order="C"))
     return out if order is None else dst.permute(out, _memfmt.inverse(order))
 

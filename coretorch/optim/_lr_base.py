@@ -166,7 +166,8 @@ class LRScheduler:
                           "later, you should call them in the opposite order: `optimizer.step()` before "
                           "`lr_scheduler.step()`.  Failure to do this will result in PyTorch skipping the first "
                           "value of the learning rate schedule. See more details at "
-                          "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate", UserWarning)
+                          "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate", UserWarning,
+                          stacklevel=2)
         self._step_count += 1
         if epoch is not None:
             warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning)
