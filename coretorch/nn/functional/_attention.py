@@ -13,6 +13,7 @@ from ...ops import linalg as _L
 from ...ops import pointwise as _P
 from ...ops import reduction as _R
 from ...ops import shape as _S
+from ...ops._util import broadcast_shape as _broadcast_shape
 from ...ops._util import norm_dim as _norm_dim
 from ...tensor import Tensor
 from . import _fused
@@ -71,6 +72,8 @@ def _attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable
         # key and value each repeated to the query's heads (they may have different numbers of heads)
         key = _repeat_interleave(key, hq // hk, -3) if hk != hq else key
         value = _repeat_interleave(value, hq // hv, -3) if hv != hq else value
+    if attn_mask is not None:
+        _check_mask_fits(attn_mask, query, key, L, S)
     if dropout_p == 0.0 and query.ndim >= 2 and query.shape[:-2] == key.shape[:-2] == value.shape[:-2] \
             and query.numel() and key.numel() and _fused.fused_ok(query, key, value) \
             and (attn_mask is None or not attn_mask._rg):
@@ -106,6 +109,18 @@ def _check_inputs(query, key, value, attn_mask) -> None:
     if key.shape[-2] != value.shape[-2]:
         raise RuntimeError(f"scaled_dot_product_attention: key and value must have the same sequence length, got "
                            f"key {list(key.shape)} and value {list(value.shape)}")
+
+
+def _check_mask_fits(attn_mask, query, key, L: int, S: int) -> None:
+    """PyTorch adds the mask to the scores in place: a mask that broadcasts the scores to a bigger shape (more
+    dims, or a batch dim the inputs have as 1) raises, where an out-of-place add gave a bigger result."""
+    try:
+        scores = _broadcast_shape(tuple(query.shape[:-2]), tuple(key.shape[:-2])) + (L, S)
+        full = _broadcast_shape(scores, tuple(attn_mask.shape))
+    except RuntimeError:
+        return  # shapes that do not broadcast: the matmul or the add below says so
+    if full != scores:
+        raise RuntimeError(f"output with shape {list(scores)} doesn't match the broadcast shape {list(full)}")
 
 
 _CAUSAL: dict = {}  # (kernel table, L, S, dtype) -> the additive causal mask array (read only)
@@ -165,6 +180,8 @@ def _sdpa_composite(query, key, value, attn_mask, is_causal, scale_factor, dropo
 def safe_softmax(scores: Tensor) -> Tensor:
     """softmax over the last dim, with zeros for a row whose every score is -inf (every key masked): PyTorch's
     _safe_softmax of its attention; the gradient of such a row is zero, never NaN."""
+    if not scores.shape[-1]:  # no keys: nothing to reduce (amax of an empty dim raised)
+        return softmax(scores, -1)
     dead = _P.eq(_R.amax(scores.detach(), -1, keepdim=True), float("-inf"))
     return _P.where(dead, 0.0, softmax(_P.where(dead, 0.0, scores), -1))
 
