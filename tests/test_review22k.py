@@ -46,3 +46,30 @@ def test_sdpa_mask_that_would_grow_the_scores_raises(device):
     out = F.scaled_dot_product_attention(q1, k2, v2, attn_mask=torch.ones(2, 3, 4, 6, dtype=torch.bool,
                                                                           device=device))
     assert out.shape == (2, 3, 4, 7)
+
+
+@pytest.mark.parametrize("kpm_bool", [True, False])
+def test_mha_mismatched_key_padding_and_attn_mask_types_warn_once(device, kpm_bool):
+    """PyTorch's MultiheadAttention (and F.multi_head_attention_forward) warns "Support for mismatched
+    key_padding_mask and attn_mask is deprecated" once when one mask is bool and the other float; the same types
+    do not warn.  coretorch merged them silently."""
+    import warnings
+
+    m = torch.nn.MultiheadAttention(8, 2).to(device)
+    rng = np.random.default_rng(2)
+    q = _t(rng.standard_normal((4, 3, 8)), device, dtype=torch.float32)
+    kpm = _t(rng.random((3, 4)) > 0.5, device)
+    am = _t(np.zeros((4, 4)), device, dtype=torch.float32)
+    if not kpm_bool:
+        kpm, am = am.new_zeros(3, 4), am == 1
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        m(q, q, q, key_padding_mask=kpm, attn_mask=am)
+    assert [str(x.message) for x in w if "mismatched" in str(x.message)] == [
+        "Support for mismatched key_padding_mask and attn_mask is deprecated. Use same type for both instead."]
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        m(q, q, q, key_padding_mask=kpm, attn_mask=am.to(kpm.dtype))
+        F.multi_head_attention_forward(q, q, q, 8, 2, m.in_proj_weight, m.in_proj_bias, None, None, False, 0.0,
+                                       m.out_proj.weight, m.out_proj.bias, key_padding_mask=kpm)
+    assert not [x for x in w if "mismatched" in str(x.message)]

@@ -3,6 +3,7 @@ unbatched ``(L, E)``); ``nn.MultiheadAttention`` calls it as PyTorch's module do
 from __future__ import annotations
 
 import math
+import warnings
 
 from ... import dtypes as _dt
 from ...ops import linalg as _L
@@ -18,13 +19,18 @@ from ._padding import pad
 __all__ = ["multi_head_attention_forward"]
 
 
-def _to_float_mask(mask, dtype, name):
+def _to_float_mask(mask, dtype, name, other=None):
+    """PyTorch's _canonical_mask: a bool mask as an additive float mask, float masks as they are; a key padding
+    mask of another dtype than ``other`` (the attn_mask) warns that mismatched masks are deprecated."""
     if mask is None:
         return None
+    if mask.dtype is not _dt.bool_ and not mask.dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    if other is not None and mask.dtype is not other.dtype:
+        warnings.warn(f"Support for mismatched {name} and attn_mask is deprecated. Use same type for both instead.",
+                      stacklevel=4)
     if mask.dtype is _dt.bool_:
         return _P.where(mask, float("-inf"), 0.0).to(dtype)
-    if not mask.dtype.is_floating_point:
-        raise AssertionError(f"only bool and floating types of {name} are supported")
     return mask.to(dtype)
 
 
@@ -114,7 +120,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
     bs = (None,) * 3 if in_proj_bias is None else tuple(in_proj_bias[i * e:(i + 1) * e] for i in range(3))
     q, k, v = (linear(x, w, b) for x, w, b in zip((query, key, value), ws, bs))
     mask = _to_float_mask(attn_mask, q.dtype, "attn_mask")
-    kpm = _to_float_mask(key_padding_mask, q.dtype, "key_padding_mask")
+    kpm = _to_float_mask(key_padding_mask, q.dtype, "key_padding_mask", attn_mask)
     if bias_k is not None and bias_v is not None:  # one more key/value position, never masked
         if static_k is not None or static_v is not None:
             raise AssertionError("bias cannot be added to static key." if static_k is not None
