@@ -73,3 +73,69 @@ def test_mha_mismatched_key_padding_and_attn_mask_types_warn_once(device, kpm_bo
         F.multi_head_attention_forward(q, q, q, 8, 2, m.in_proj_weight, m.in_proj_bias, None, None, False, 0.0,
                                        m.out_proj.weight, m.out_proj.bias, key_padding_mask=kpm)
     assert not [x for x in w if "mismatched" in str(x.message)]
+
+
+def _encoder(device, **kw):
+    layer = torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, dropout=0.0)
+    enc = torch.nn.TransformerEncoder(layer, 2, norm=torch.nn.LayerNorm(8), **kw).to(device).double().eval()
+    with torch.no_grad():
+        rng = np.random.default_rng(3)
+        for p in enc.parameters():
+            p.copy_(_t(rng.uniform(-0.5, 0.5, tuple(p.shape)), device))
+    return enc
+
+
+def test_encoder_nested_fast_path_zeroes_padded_positions_in_inference(device):
+    """PyTorch's TransformerEncoder (enable_nested_tensor=True, an eligible batch_first layer) in inference with a
+    left-aligned src_key_padding_mask and no mask runs on nested tensors: padded positions are zeros before the
+    final norm (so they hold norm(0) = its bias), unpadded ones equal the padded run's.  coretorch returned the
+    values computed at padded positions."""
+    enc = _encoder(device)
+    assert enc.use_nested_tensor
+    rng = np.random.default_rng(4)
+    x = _t(rng.standard_normal((3, 5, 8)), device)
+    kpm_np = np.array([[False] * 4 + [True], [False] * 5, [False] * 2 + [True] * 3])
+    kpm = _t(kpm_np, device)
+    with torch.no_grad():
+        fast = enc(x, src_key_padding_mask=kpm).cpu().numpy()
+        enc.use_nested_tensor = False
+        slow = enc(x, src_key_padding_mask=kpm).cpu().numpy()
+        enc.use_nested_tensor = True
+        right = enc(x, src_key_padding_mask=_t(kpm_np[:, ::-1].copy(), device)).cpu().numpy()  # not left aligned
+    bias = enc.norm.bias.detach().cpu().numpy()
+    np.testing.assert_allclose(fast[kpm_np], np.broadcast_to(bias, (kpm_np.sum(), 8)), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fast[~kpm_np], slow[~kpm_np], rtol=1e-12, atol=1e-12)
+    assert not np.allclose(slow[kpm_np], bias)
+    enc.use_nested_tensor = False  # a right-aligned mask does not take the fast path: the padded run's values
+    with torch.no_grad():
+        np.testing.assert_allclose(right, enc(x, src_key_padding_mask=_t(kpm_np[:, ::-1].copy(), device)).cpu()
+                                   .numpy(), rtol=0, atol=0)
+    # with grad enabled and parameters that require it, PyTorch takes the padded path
+    enc.use_nested_tensor = True
+    np.testing.assert_allclose(enc(x, src_key_padding_mask=kpm).detach().cpu().numpy(), slow, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kw, why", [
+    (dict(norm_first=True), "encoder_layer.norm_first was True"),
+    (dict(batch_first=False), "encoder_layer.self_attn.batch_first was not True(use batch_first for better "
+                              "inference performance)"),
+    (dict(activation=torch.tanh), "encoder_layer.activation_relu_or_gelu was not True"),
+    (dict(bias=False), "encoder_layer.self_attn was passed bias=False"),
+    (dict(nhead=1), "encoder_layer.self_attn.num_heads is odd"),
+])
+def test_encoder_warns_why_it_cannot_use_nested_tensors(kw, why):
+    """PyTorch's TransformerEncoder(enable_nested_tensor=True) warns "enable_nested_tensor is True, but
+    self.use_nested_tensor is False because <why>" and sets use_nested_tensor False; an eligible layer (or
+    enable_nested_tensor=False) does not warn.  coretorch never warned and always set use_nested_tensor False."""
+    kw = {"batch_first": True, "nhead": 2, **kw}
+    with pytest.warns(UserWarning, match="use_nested_tensor is False because " + why.replace("(", r"\(")
+                      .replace(")", r"\)")):
+        enc = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, dim_feedforward=16, **kw), 1)
+    assert enc.use_nested_tensor is False and enc.enable_nested_tensor is True
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True),
+                                           1).use_nested_tensor is True
+        torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, 2, 16), 1, enable_nested_tensor=False)
