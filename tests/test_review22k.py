@@ -139,3 +139,20 @@ def test_encoder_warns_why_it_cannot_use_nested_tensors(kw, why):
         assert torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True),
                                            1).use_nested_tensor is True
         torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, 2, 16), 1, enable_nested_tensor=False)
+
+
+def test_encoder_nested_fast_path_compiled_matches_eager_without_a_graph_break(device):
+    """The fast path's left-alignment check is decided on the device: a compiled inference encoder gives eager's
+    result for left-aligned and other masks, and its capture has no graph break (a host read of the check would
+    break every call)."""
+    enc = _encoder(device)
+    fn = torch.compile(lambda x, k: enc(x, src_key_padding_mask=k))
+    rng = np.random.default_rng(5)
+    x = _t(rng.standard_normal((3, 5, 8)), device)
+    masks = [[[False] * 4 + [True]] * 3, [[True] + [False] * 4] * 3, [[False] * 2 + [True] * 3] * 3]
+    with torch.no_grad():
+        for m in masks * 2:
+            k = _t(np.array(m), device)
+            np.testing.assert_array_equal(fn(x, k).cpu().numpy(), enc(x, src_key_padding_mask=k).cpu().numpy())
+        info = torch.compiler.explain(lambda x, k: enc(x, src_key_padding_mask=k))(x, _t(np.array(masks[0]), device))
+    assert info.graph_break_count == 0

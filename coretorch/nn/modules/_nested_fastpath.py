@@ -47,16 +47,13 @@ def padded_positions(encoder, src, mask, key_padding_mask):
         return None
     if is_grad_enabled() and (src.requires_grad or any(p.requires_grad for p in first.parameters())):
         return None
-    keep = _P.logical_not(key_padding_mask)
-    if getattr(encoder, "mask_check", True):
-        from ... import compiler
-
-        if compiler.is_compiling():  # PyTorch: "mask_check enabled with torch.compile"
-            return None
-        # left aligned: no kept position after a padded one
-        if keep.shape[-1] > 1 and bool(_P.logical_and(_P.logical_not(keep[:, :-1]), keep[:, 1:]).any()):
-            return None
-    return _P.logical_not(keep)
+    padded = _P.ne(key_padding_mask, 0)  # PyTorch: logical_not of the canonical mask keeps the zeros
+    if getattr(encoder, "mask_check", True) and padded.shape[-1] > 1:
+        # PyTorch takes the fast path only when every sequence is left aligned (no kept position after a padded
+        # one); decided on the device (a host read would make a compiled call a graph break)
+        late = _P.logical_and(padded[:, :-1], _P.logical_not(padded[:, 1:])).any()
+        padded = _P.logical_and(padded, _P.logical_not(late))
+    return padded
 
 
 def zero_padded(output, padded):
