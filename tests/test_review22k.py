@@ -156,3 +156,19 @@ def test_encoder_nested_fast_path_compiled_matches_eager_without_a_graph_break(d
             np.testing.assert_array_equal(fn(x, k).cpu().numpy(), enc(x, src_key_padding_mask=k).cpu().numpy())
         info = torch.compiler.explain(lambda x, k: enc(x, src_key_padding_mask=k))(x, _t(np.array(masks[0]), device))
     assert info.graph_break_count == 0
+
+
+def test_sdpa_dropout_above_one_and_gqa_on_2d_inputs_raise(device):
+    """PyTorch raises RuntimeError "dropout probability has to be between 0 and 1, but got 1.5" for dropout_p > 1
+    (a negative p is no dropout) and IndexError for enable_gqa=True on 2-D inputs (it reads size(-3)); coretorch
+    returned zeros for p = 1.5 and attended without heads."""
+    q = _t(np.random.default_rng(6).standard_normal((2, 4, 5)), device)
+    with pytest.raises(RuntimeError, match="between 0 and 1, but got 1.5"):
+        F.scaled_dot_product_attention(q, q, q, dropout_p=1.5)
+    out = F.scaled_dot_product_attention(q, q, q, dropout_p=-0.1)
+    np.testing.assert_allclose(out.cpu().numpy(), F.scaled_dot_product_attention(q, q, q).cpu().numpy())
+    with pytest.raises(IndexError):
+        F.scaled_dot_product_attention(q[0], q[0], q[0], enable_gqa=True)
+    with pytest.raises(IndexError):
+        F.scaled_dot_product_attention(q, q[0], q[0], enable_gqa=True)
+    assert F.scaled_dot_product_attention(q, q[:1], q[:1], enable_gqa=True).shape == (2, 4, 5)

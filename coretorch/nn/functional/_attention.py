@@ -65,7 +65,12 @@ def _attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable
     suspended: its matmuls keep the dtype chosen here)."""
     L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
     scale_factor = (1.0 / math.sqrt(E) if E else math.inf) if scale is None else scale  # E == 0: C++'s 1/0
-    if enable_gqa and query.ndim >= 3 and (key.shape[-3] != query.shape[-3] or value.shape[-3] != query.shape[-3]):
+    if dropout_p > 1:  # PyTorch's dropout check (a negative or NaN p is no dropout there, as here)
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    if enable_gqa and min(query.ndim, key.ndim, value.ndim) < 3:  # PyTorch reads each one's size(-3)
+        n = min(query.ndim, key.ndim, value.ndim)
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got -3)")
+    if enable_gqa and (key.shape[-3] != query.shape[-3] or value.shape[-3] != query.shape[-3]):
         hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
         if not hk or not hv or hq % hk or hq % hv:
             raise RuntimeError("Number of heads in key and value must divide the number of heads in query")
