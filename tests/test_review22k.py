@@ -172,3 +172,19 @@ def test_sdpa_dropout_above_one_and_gqa_on_2d_inputs_raise(device):
     with pytest.raises(IndexError):
         F.scaled_dot_product_attention(q, q[0], q[0], enable_gqa=True)
     assert F.scaled_dot_product_attention(q, q[:1], q[:1], enable_gqa=True).shape == (2, 4, 5)
+
+
+def test_mha_with_kdim_checks_the_key_and_value_feature_sizes(device):
+    """PyTorch's separate in-projection asserts each weight's shape against its input: a key of 4 features for
+    kdim=3 raises AssertionError "expecting key weights shape of (8, 4), but got torch.Size([8, 3])"; coretorch
+    raised the projection's RuntimeError (mat1 and mat2 shapes cannot be multiplied)."""
+    m = torch.nn.MultiheadAttention(8, 2, kdim=3, vdim=5).to(device)
+    rng = np.random.default_rng(7)
+    q = _t(rng.standard_normal((4, 3, 8)), device, dtype=torch.float32)
+    k = _t(rng.standard_normal((5, 3, 4)), device, dtype=torch.float32)
+    v = _t(rng.standard_normal((5, 3, 5)), device, dtype=torch.float32)
+    with pytest.raises(AssertionError, match=r"expecting key weights shape of \(8, 4\)"):
+        m(q, k, v)
+    with pytest.raises(AssertionError, match=r"expecting value weights shape of \(8, 3\)"):
+        m(q, k[..., :3], v[..., :3])
+    assert m(q, k[..., :3], v)[0].shape == (4, 3, 8)

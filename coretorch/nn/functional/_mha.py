@@ -113,6 +113,10 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
             raise AssertionError("use_separate_proj_weight is True but q_proj_weight, k_proj_weight or "
                                  "v_proj_weight is None")
         ws = (q_proj_weight, k_proj_weight, v_proj_weight)
+        for name, w, x in zip(("query", "key", "value"), ws, (query, key, value)):  # PyTorch's _in_projection
+            if tuple(w.shape) != (e, x.shape[-1]):
+                raise AssertionError(f"expecting {name} weights shape of {(e, x.shape[-1])}, but got "
+                                     f"torch.Size({list(w.shape)})")
     else:
         if in_proj_weight is None:
             raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
