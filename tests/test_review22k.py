@@ -188,3 +188,21 @@ def test_mha_with_kdim_checks_the_key_and_value_feature_sizes(device):
     with pytest.raises(AssertionError, match=r"expecting value weights shape of \(8, 3\)"):
         m(q, k[..., :3], v[..., :3])
     assert m(q, k[..., :3], v)[0].shape == (4, 3, 8)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_self_attention_gradient_with_create_graph(device, causal):
+    """With q, k and v the same tensor, PyTorch's gradient under create_graph=True equals the plain backward's
+    (and its second derivative passes gradgradcheck); coretorch's create_graph backward of its one-node attention
+    differentiated the composite once per slot against the same tensor, so each slot got the whole gradient: three
+    times the gradient (12.2 off on this input)."""
+    rng = np.random.default_rng(8)
+    q = _t(rng.standard_normal((2, 4, 5)), device, requires_grad=True)
+    mask = None if causal else _t(rng.random((4, 4)) > 0.3, device)
+    o = F.scaled_dot_product_attention(q, q, q, attn_mask=mask, is_causal=causal)
+    g1, = torch.autograd.grad((o * o).sum(), q)
+    o = F.scaled_dot_product_attention(q, q, q, attn_mask=mask, is_causal=causal)
+    g2, = torch.autograd.grad((o * o).sum(), q, create_graph=True)
+    np.testing.assert_allclose(g2.detach().cpu().numpy(), g1.cpu().numpy(), rtol=1e-12, atol=1e-12)
+    assert torch.autograd.gradgradcheck(lambda x: F.scaled_dot_product_attention(x, x, x, attn_mask=mask,
+                                                                                 is_causal=causal), (q,))
