@@ -206,3 +206,27 @@ def test_sdpa_self_attention_gradient_with_create_graph(device, causal):
     np.testing.assert_allclose(g2.detach().cpu().numpy(), g1.cpu().numpy(), rtol=1e-12, atol=1e-12)
     assert torch.autograd.gradgradcheck(lambda x: F.scaled_dot_product_attention(x, x, x, attn_mask=mask,
                                                                                  is_causal=causal), (q,))
+
+
+def test_backends_mha_fastpath_switch_turns_the_encoder_fast_path_off(device):
+    """torch.backends.mha.get_fastpath_enabled()/set_fastpath_enabled() exist in PyTorch (True by default); with
+    the fast path off a TransformerEncoder in inference computes padded positions like the training path.
+    coretorch had no torch.backends.mha (AttributeError)."""
+    assert torch.backends.mha.get_fastpath_enabled() is True
+    enc = _encoder(device)
+    x = _t(np.random.default_rng(9).standard_normal((2, 5, 8)), device)
+    kpm_np = np.array([[False] * 3 + [True] * 2, [False] * 5])
+    kpm = _t(kpm_np, device)
+    bias = enc.norm.bias.detach().cpu().numpy()
+    try:
+        torch.backends.mha.set_fastpath_enabled(False)
+        assert torch.backends.mha.get_fastpath_enabled() is False
+        with torch.no_grad():
+            off = enc(x, src_key_padding_mask=kpm).cpu().numpy()
+    finally:
+        torch.backends.mha.set_fastpath_enabled(True)
+    with torch.no_grad():
+        on = enc(x, src_key_padding_mask=kpm).cpu().numpy()
+    np.testing.assert_allclose(on[kpm_np], np.broadcast_to(bias, (2, 8)), rtol=0, atol=1e-12)
+    assert not np.allclose(off[kpm_np], bias)
+    np.testing.assert_allclose(on[~kpm_np], off[~kpm_np], rtol=1e-12, atol=1e-12)

@@ -6,6 +6,7 @@ padded batch and writes the zeros PyTorch's ``to_padded_tensor(0.0)`` leaves at 
 from __future__ import annotations
 
 from ...amp.autocast_mode import is_autocast_enabled
+from ...backends import mha as _mha
 from ...autograd.grad_mode import is_grad_enabled
 from ...ops import pointwise as _P
 from ...ops import shape as _S
@@ -39,8 +40,8 @@ def why_not_nested(encoder_layer) -> str:
 def padded_positions(encoder, src, mask, key_padding_mask):
     """The (N, S) bool tensor of padded positions when PyTorch would take its nested fast path for this call
     (``key_padding_mask`` already canonical: float, nonzero where padded), else None."""
-    if not getattr(encoder, "use_nested_tensor", False) or key_padding_mask is None or mask is not None \
-            or src.ndim != 3 or not len(encoder.layers) or is_autocast_enabled():
+    if not _mha.get_fastpath_enabled() or not getattr(encoder, "use_nested_tensor", False) \
+            or key_padding_mask is None or mask is not None or src.ndim != 3 or not len(encoder.layers) or is_autocast_enabled():
         return None
     first = encoder.layers[0]
     if first.training:
