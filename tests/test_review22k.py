@@ -230,3 +230,39 @@ def test_backends_mha_fastpath_switch_turns_the_encoder_fast_path_off(device):
     np.testing.assert_allclose(on[kpm_np], np.broadcast_to(bias, (2, 8)), rtol=0, atol=1e-12)
     assert not np.allclose(off[kpm_np], bias)
     np.testing.assert_allclose(on[~kpm_np], off[~kpm_np], rtol=1e-12, atol=1e-12)
+
+
+def _np_masked_attention(q, k, v, keep):
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    s = np.where(keep, s, -np.inf)
+    s = np.exp(s - s.max(-1, keepdims=True))
+    return (s / s.sum(-1, keepdims=True)) @ v
+
+
+def test_attention_bias_causal_lower_right_and_upper_left(device):
+    """torch.nn.attention.bias (causal_lower_right, causal_upper_left, CausalBias, CausalVariant) exists in
+    PyTorch: passed as attn_mask, a lower-right bias lets query i see keys <= i + S - L, an upper-left one is
+    is_causal=True's mask; with is_causal=True it raises ValueError, L > S lower-right warns.  coretorch had no
+    torch.nn.attention.bias (ModuleNotFoundError)."""
+    from coretorch.nn.attention.bias import CausalBias, CausalVariant, causal_lower_right, causal_upper_left
+
+    rng = np.random.default_rng(10)
+    q, k, v = rng.standard_normal((2, 3, 8)), rng.standard_normal((2, 7, 8)), rng.standard_normal((2, 7, 4))
+    tq, tk, tv = (_t(a, device, requires_grad=True) for a in (q, k, v))
+    lr = causal_lower_right(3, 7)
+    assert isinstance(lr, CausalBias) and lr.variant == CausalVariant.LOWER_RIGHT and (lr.seq_len_q, lr.seq_len_kv) == (3, 7)
+    keep_lr = np.tril(np.ones((3, 7), bool), 4)
+    np.testing.assert_array_equal(lr._materialize().numpy(), keep_lr)
+    out = F.scaled_dot_product_attention(tq, tk, tv, lr)
+    np.testing.assert_allclose(out.detach().cpu().numpy(), _np_masked_attention(q, k, v, keep_lr), rtol=1e-12)
+    out.sum().backward()
+    assert tq.grad is not None and tk.grad.shape == (2, 7, 8)
+    ul = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=causal_upper_left(3, 7))
+    np.testing.assert_allclose(ul.detach().cpu().numpy(), _np_masked_attention(q, k, v, np.tril(np.ones((3, 7), bool))),
+                               rtol=1e-12)
+    with pytest.raises(ValueError, match="should not be used with causal=True"):
+        F.scaled_dot_product_attention(tq, tk, tv, attn_mask=lr, is_causal=True)
+    with pytest.warns(UserWarning, match="produce NaNs"):
+        causal_lower_right(5, 3)
+    with pytest.raises(AssertionError):
+        causal_upper_left(3)

@@ -45,6 +45,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     Returns:
         Tensor: ``(N, ..., L, Ev)``.
     """
+    if attn_mask is not None and not isinstance(attn_mask, Tensor):
+        from ..attention.bias import CausalBias
+
+        if isinstance(attn_mask, CausalBias):  # PyTorch's tensor subclass dispatches here (__torch_function__)
+            return CausalBias._dispatch(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         query, key, value = _ac_cast("scaled_dot_product_attention", query, key, value)
     _check_inputs(query, key, value, attn_mask)
