@@ -250,7 +250,8 @@ def test_attention_bias_causal_lower_right_and_upper_left(device):
     q, k, v = rng.standard_normal((2, 3, 8)), rng.standard_normal((2, 7, 8)), rng.standard_normal((2, 7, 4))
     tq, tk, tv = (_t(a, device, requires_grad=True) for a in (q, k, v))
     lr = causal_lower_right(3, 7)
-    assert isinstance(lr, CausalBias) and lr.variant == CausalVariant.LOWER_RIGHT and (lr.seq_len_q, lr.seq_len_kv) == (3, 7)
+    assert isinstance(lr, CausalBias) and lr.variant == CausalVariant.LOWER_RIGHT
+    assert (lr.seq_len_q, lr.seq_len_kv) == (3, 7)
     keep_lr = np.tril(np.ones((3, 7), bool), 4)
     np.testing.assert_array_equal(lr._materialize().numpy(), keep_lr)
     out = F.scaled_dot_product_attention(tq, tk, tv, lr)
@@ -258,8 +259,8 @@ def test_attention_bias_causal_lower_right_and_upper_left(device):
     out.sum().backward()
     assert tq.grad is not None and tk.grad.shape == (2, 7, 8)
     ul = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=causal_upper_left(3, 7))
-    np.testing.assert_allclose(ul.detach().cpu().numpy(), _np_masked_attention(q, k, v, np.tril(np.ones((3, 7), bool))),
-                               rtol=1e-12)
+    keep_ul = np.tril(np.ones((3, 7), bool))
+    np.testing.assert_allclose(ul.detach().cpu().numpy(), _np_masked_attention(q, k, v, keep_ul), rtol=1e-12)
     with pytest.raises(ValueError, match="should not be used with causal=True"):
         F.scaled_dot_product_attention(tq, tk, tv, attn_mask=lr, is_causal=True)
     with pytest.warns(UserWarning, match="produce NaNs"):

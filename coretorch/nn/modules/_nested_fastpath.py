@@ -41,7 +41,8 @@ def padded_positions(encoder, src, mask, key_padding_mask):
     """The (N, S) bool tensor of padded positions when PyTorch would take its nested fast path for this call
     (``key_padding_mask`` already canonical: float, nonzero where padded), else None."""
     if not _mha.get_fastpath_enabled() or not getattr(encoder, "use_nested_tensor", False) \
-            or key_padding_mask is None or mask is not None or src.ndim != 3 or not len(encoder.layers) or is_autocast_enabled():
+            or key_padding_mask is None or mask is not None or src.ndim != 3 or not len(encoder.layers) \
+            or is_autocast_enabled():
         return None
     first = encoder.layers[0]
     if first.training:
