@@ -267,3 +267,12 @@ def test_attention_bias_causal_lower_right_and_upper_left(device):
         causal_lower_right(5, 3)
     with pytest.raises(AssertionError):
         causal_upper_left(3)
+
+
+def test_sdpa_scale_and_enable_gqa_are_keyword_only(device):
+    """PyTorch's schema makes scale and enable_gqa keyword-only: a seventh positional argument raises TypeError
+    ("takes from 3 to 6 positional arguments but 7 were given"); coretorch took it as the scale."""
+    q = _t(np.random.default_rng(11).standard_normal((2, 3, 4)), device)
+    with pytest.raises(TypeError):
+        F.scaled_dot_product_attention(q, q, q, None, 0.0, False, 0.5)
+    assert F.scaled_dot_product_attention(q, q, q, None, 0.0, False, scale=0.5, enable_gqa=False).shape == (2, 3, 4)

@@ -28,7 +28,7 @@ def _dropout_mask(input: Tensor, p: float) -> Tensor:
     return _P.div(_P.where(keep, input, 0.0), 1.0 - p) if p < 1 else _P.mul(input, 0.0)
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None,
                                  enable_gqa=False):
     """Attention ``softmax(Q @ K.mT * scale + mask) @ V``.
 
