@@ -276,3 +276,22 @@ def test_sdpa_scale_and_enable_gqa_are_keyword_only(device):
     with pytest.raises(TypeError):
         F.scaled_dot_product_attention(q, q, q, None, 0.0, False, 0.5)
     assert F.scaled_dot_product_attention(q, q, q, None, 0.0, False, scale=0.5, enable_gqa=False).shape == (2, 3, 4)
+
+
+def test_mha_float_mask_of_another_dtype_than_the_query(device):
+    """PyTorch keeps a float mask's dtype: a float32 key_padding_mask on a float64 MultiheadAttention raises
+    RuntimeError when the weights are returned (baddbmm: "Input dtypes must be the same") and works without them
+    (scaled_dot_product_attention accepts a float32 mask); a float64 mask on float32 raises either way.
+    coretorch cast the masks to the query's dtype and never raised."""
+    m = torch.nn.MultiheadAttention(8, 2).to(device).double()
+    q = _t(np.random.default_rng(12).standard_normal((4, 3, 8)), device)
+    kpm32 = torch.zeros(3, 4, device=device)
+    with pytest.raises(RuntimeError, match="dtypes must be the same"):
+        m(q, q, q, key_padding_mask=kpm32)
+    out = m(q, q, q, key_padding_mask=kpm32, need_weights=False)[0]
+    np.testing.assert_allclose(out.detach().cpu().numpy(), m(q, q, q, need_weights=False)[0].detach().cpu().numpy(),
+                               rtol=1e-12)
+    m32 = torch.nn.MultiheadAttention(8, 2).to(device)
+    with pytest.raises(RuntimeError, match="attn_mask dtype"):
+        m32(q.float(), q.float(), q.float(), attn_mask=torch.zeros(4, 4, dtype=torch.float64, device=device),
+            need_weights=False)

@@ -31,7 +31,18 @@ def _to_float_mask(mask, dtype, name, other=None):
                       stacklevel=4)
     if mask.dtype is _dt.bool_:
         return _P.where(mask, float("-inf"), 0.0).to(dtype)
-    return mask.to(dtype)
+    return mask  # PyTorch keeps a float mask's dtype: see _check_mask_dtype
+
+
+def _check_mask_dtype(mask_dt, query_dt, need_weights: bool) -> None:
+    """PyTorch adds a float mask of another dtype than the query as it is: with the weights returned into a
+    baddbmm (dtypes must match), else into scaled_dot_product_attention (float32 or the query's dtype)."""
+    if need_weights:
+        raise RuntimeError(f"Input dtypes must be the same, got: input {mask_dt._tname[:-6].lower()}, batch1: "
+                           f"{query_dt._tname[:-6].lower()}, batch2: {query_dt._tname[:-6].lower()}")
+    if mask_dt is not _dt.float32:
+        raise RuntimeError("Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                           f"attn_mask.dtype: {mask_dt} and  query.dtype: {query_dt} instead.")
 
 
 def _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads: int) -> bool:
@@ -165,6 +176,9 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
                                  f"{tuple(kpm.shape)}")
         kpm = _S.expand(kpm.reshape(bsz, 1, 1, src_len), (bsz, h, 1, src_len)).reshape(bsz * h, 1, src_len)
         mask = kpm if mask is None else _P.add(mask, kpm)
+    if mask is not None and mask.dtype is not q.dtype:
+        _check_mask_dtype(mask.dtype, q.dtype, need_weights)
+        mask = mask.to(q.dtype)
     scores = _P.mul(_L.bmm(q, _S.transpose(k, 1, 2)), 1.0 / math.sqrt(hd))
     if mask is not None:
         scores = _P.add(scores, mask)
