@@ -295,3 +295,15 @@ def test_mha_float_mask_of_another_dtype_than_the_query(device):
     with pytest.raises(RuntimeError, match="attn_mask dtype"):
         m32(q.float(), q.float(), q.float(), attn_mask=torch.zeros(4, 4, dtype=torch.float64, device=device),
             need_weights=False)
+
+
+def test_mha_float32_mask_returning_weights_under_autocast(device):
+    """Under autocast PyTorch's baddbmm casts the float32 mask with the bfloat16 scores: MultiheadAttention returns
+    bfloat16 output (no dtype error).  The need_weights dtype check above raised under autocast before the fix."""
+    m = torch.nn.MultiheadAttention(8, 2).to(device)
+    q = torch.randn(4, 3, 8, device=device)
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(4, device=device)
+    with torch.autocast(device, dtype=torch.bfloat16):
+        out, w = m(q, q, q, attn_mask=mask, key_padding_mask=torch.zeros(3, 4, device=device))
+        w_plain = m(q, q, q)[1]  # the weights' dtype follows the device's autocast policy for softmax
+    assert out.dtype == torch.bfloat16 and w.dtype == w_plain.dtype

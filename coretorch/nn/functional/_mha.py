@@ -6,6 +6,7 @@ import math
 import warnings
 
 from ... import dtypes as _dt
+from ...amp.autocast_mode import state as _ac
 from ...ops import linalg as _L
 from ...ops import pointwise as _P
 from ...ops import reduction as _R
@@ -38,6 +39,8 @@ def _check_mask_dtype(mask_dt, query_dt, need_weights: bool) -> None:
     """PyTorch adds a float mask of another dtype than the query as it is: with the weights returned into a
     baddbmm (dtypes must match), else into scaled_dot_product_attention (float32 or the query's dtype)."""
     if need_weights:
+        if _ac.on:  # autocast casts baddbmm's operands to one dtype
+            return
         raise RuntimeError(f"Input dtypes must be the same, got: input {mask_dt._tname[:-6].lower()}, batch1: "
                            f"{query_dt._tname[:-6].lower()}, batch2: {query_dt._tname[:-6].lower()}")
     if mask_dt is not _dt.float32:
