@@ -307,3 +307,21 @@ def test_mha_float32_mask_returning_weights_under_autocast(device):
         out, w = m(q, q, q, attn_mask=mask, key_padding_mask=torch.zeros(3, 4, device=device))
         w_plain = m(q, q, q)[1]  # the weights' dtype follows the device's autocast policy for softmax
     assert out.dtype == torch.bfloat16 and w.dtype == w_plain.dtype
+
+
+def test_compiled_encoder_follows_the_mha_fastpath_switch(device):
+    """The fast-path switch is part of a replay's modes: after torch.backends.mha.set_fastpath_enabled(False) a
+    compiled inference encoder gives eager's values at padded positions (the replay of the capture made with the
+    switch on kept writing zeros there before)."""
+    enc = _encoder(device)
+    fn = torch.compile(lambda x, k: enc(x, src_key_padding_mask=k))
+    x = _t(np.random.default_rng(13).standard_normal((2, 5, 8)), device)
+    k = _t(np.array([[False] * 3 + [True] * 2, [False] * 5]), device)
+    try:
+        with torch.no_grad():
+            for flag in (True, True, False, False, True):
+                torch.backends.mha.set_fastpath_enabled(flag)
+                np.testing.assert_array_equal(fn(x, k).cpu().numpy(),
+                                              enc(x, src_key_padding_mask=k).cpu().numpy())
+    finally:
+        torch.backends.mha.set_fastpath_enabled(True)
