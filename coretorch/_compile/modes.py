@@ -8,6 +8,7 @@ from .._determinism import state as _det
 from ..amp.autocast_mode import state as _ac_state, tls as _ac_tls
 from ..autograd.anomaly_mode import state as _anomaly
 from ..autograd.grad_mode import state as _grad_state
+from ..backends import mha as _mha
 from ..backends import opt_einsum as _oe
 from ..ops import creation as _creation
 
@@ -19,10 +20,11 @@ def modes() -> tuple:
     """Grad, inference and anomaly modes, autocast, ``use_deterministic_algorithms``, the default dtype and device
     (each changes which kernels eager launches, or whether it raises: ``put_`` in deterministic mode), and the
     settings a step can read through a getter (``torch.get_float32_matmul_precision()``, ``get_num_threads()``:
-    the replay would reuse the number it read at the capture), and ``torch.backends.opt_einsum``'s (einsum's
-    contraction order: another order rounds otherwise)."""
+    the replay would reuse the number it read at the capture), ``torch.backends.opt_einsum``'s (einsum's
+    contraction order: another order rounds otherwise) and ``torch.backends.mha``'s fast-path switch (whether a
+    TransformerEncoder in inference zeroes padded positions)."""
     ac = (tuple(sorted(_ac_tls.enabled.items())), tuple(sorted((k, str(v)) for k, v in _ac_tls.dtype.items()))) \
         if _ac_state.on else ()
     return (_grad_state.enabled, _grad_state.inference, _anomaly.enabled, ac, _det["mode"], _det["warn_only"],
             _dtypes.default, _creation._default.device, _compat._precision[0], _threads["intra"],
-            _threads["interop"], _einsum._enabled, _einsum._strategy)
+            _threads["interop"], _einsum._enabled, _einsum._strategy, _mha._is_fastpath_enabled)

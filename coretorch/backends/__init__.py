@@ -5,8 +5,8 @@ nothing); ``opt_einsum`` is real: coretorch's einsum orders its contractions wit
 """
 from __future__ import annotations
 
-from . import cpu, cuda, cudnn, mkldnn, mps, opt_einsum  # noqa: F401
+from . import cpu, cuda, cudnn, mha, mkldnn, mps, opt_einsum  # noqa: F401
 
-__all__ = ["cpu", "cuda", "cudnn", "mkldnn", "mps", "opt_einsum", "fp32_precision"]
+__all__ = ["cpu", "cuda", "cudnn", "mha", "mkldnn", "mps", "opt_einsum", "fp32_precision"]
 
 fp32_precision = "ieee"  # PyTorch 2.9's global default for the per-backend fp32_precision flags

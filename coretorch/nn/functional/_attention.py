@@ -13,6 +13,7 @@ from ...ops import linalg as _L
 from ...ops import pointwise as _P
 from ...ops import reduction as _R
 from ...ops import shape as _S
+from ...ops._util import broadcast_shape as _broadcast_shape
 from ...ops._util import norm_dim as _norm_dim
 from ...tensor import Tensor
 from . import _fused
@@ -27,7 +28,7 @@ def _dropout_mask(input: Tensor, p: float) -> Tensor:
     return _P.div(_P.where(keep, input, 0.0), 1.0 - p) if p < 1 else _P.mul(input, 0.0)
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None,
                                  enable_gqa=False):
     """Attention ``softmax(Q @ K.mT * scale + mask) @ V``.
 
@@ -44,6 +45,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     Returns:
         Tensor: ``(N, ..., L, Ev)``.
     """
+    if attn_mask is not None and not isinstance(attn_mask, Tensor):
+        from ..attention.bias import CausalBias
+
+        if isinstance(attn_mask, CausalBias):  # PyTorch's tensor subclass dispatches here (__torch_function__)
+            return CausalBias._dispatch(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         query, key, value = _ac_cast("scaled_dot_product_attention", query, key, value)
     _check_inputs(query, key, value, attn_mask)
@@ -64,13 +70,20 @@ def _attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable
     suspended: its matmuls keep the dtype chosen here)."""
     L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
     scale_factor = (1.0 / math.sqrt(E) if E else math.inf) if scale is None else scale  # E == 0: C++'s 1/0
-    if enable_gqa and query.ndim >= 3 and (key.shape[-3] != query.shape[-3] or value.shape[-3] != query.shape[-3]):
+    if dropout_p > 1:  # PyTorch's dropout check (a negative or NaN p is no dropout there, as here)
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    if enable_gqa and min(query.ndim, key.ndim, value.ndim) < 3:  # PyTorch reads each one's size(-3)
+        n = min(query.ndim, key.ndim, value.ndim)
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got -3)")
+    if enable_gqa and (key.shape[-3] != query.shape[-3] or value.shape[-3] != query.shape[-3]):
         hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
         if not hk or not hv or hq % hk or hq % hv:
             raise RuntimeError("Number of heads in key and value must divide the number of heads in query")
         # key and value each repeated to the query's heads (they may have different numbers of heads)
         key = _repeat_interleave(key, hq // hk, -3) if hk != hq else key
         value = _repeat_interleave(value, hq // hv, -3) if hv != hq else value
+    if attn_mask is not None:
+        _check_mask_fits(attn_mask, query, key, L, S)
     if dropout_p == 0.0 and query.ndim >= 2 and query.shape[:-2] == key.shape[:-2] == value.shape[:-2] \
             and query.numel() and key.numel() and _fused.fused_ok(query, key, value) \
             and (attn_mask is None or not attn_mask._rg):
@@ -106,6 +119,18 @@ def _check_inputs(query, key, value, attn_mask) -> None:
     if key.shape[-2] != value.shape[-2]:
         raise RuntimeError(f"scaled_dot_product_attention: key and value must have the same sequence length, got "
                            f"key {list(key.shape)} and value {list(value.shape)}")
+
+
+def _check_mask_fits(attn_mask, query, key, L: int, S: int) -> None:
+    """PyTorch adds the mask to the scores in place: a mask that broadcasts the scores to a bigger shape (more
+    dims, or a batch dim the inputs have as 1) raises, where an out-of-place add gave a bigger result."""
+    try:
+        scores = _broadcast_shape(tuple(query.shape[:-2]), tuple(key.shape[:-2])) + (L, S)
+        full = _broadcast_shape(scores, tuple(attn_mask.shape))
+    except RuntimeError:
+        return  # shapes that do not broadcast: the matmul or the add below says so
+    if full != scores:
+        raise RuntimeError(f"output with shape {list(scores)} doesn't match the broadcast shape {list(full)}")
 
 
 _CAUSAL: dict = {}  # (kernel table, L, S, dtype) -> the additive causal mask array (read only)
@@ -165,6 +190,8 @@ def _sdpa_composite(query, key, value, attn_mask, is_causal, scale_factor, dropo
 def safe_softmax(scores: Tensor) -> Tensor:
     """softmax over the last dim, with zeros for a row whose every score is -inf (every key masked): PyTorch's
     _safe_softmax of its attention; the gradient of such a row is zero, never NaN."""
+    if not scores.shape[-1]:  # no keys: nothing to reduce (amax of an empty dim raised)
+        return softmax(scores, -1)
     dead = _P.eq(_R.amax(scores.detach(), -1, keepdim=True), float("-inf"))
     return _P.where(dead, 0.0, softmax(_P.where(dead, 0.0, scores), -1))
 

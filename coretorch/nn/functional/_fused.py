@@ -22,8 +22,12 @@ _FLOATS = (_dt.float32, _dt.float64)
 
 def _composite_grads(fn, inputs: tuple, need: tuple, grads: tuple) -> tuple:
     """Gradients for ``inputs`` (those marked in ``need``) of ``fn(*inputs)`` against ``grads``, as a graph:
-    the backward of a fused node when the caller asked for create_graph."""
+    the backward of a fused node when the caller asked for create_graph.  An input passed twice (self-attention's
+    ``q is k is v``) is differentiated through an alias per slot: the gradient for one slot is its own part, not
+    the whole (the engine sums the slots: the whole counted once per slot before)."""
     with enable_grad():
+        if len({id(t) for t in inputs if t is not None}) < sum(t is not None for t in inputs):
+            inputs = tuple(t.view_as(t) if t is not None and n else t for t, n in zip(inputs, need))
         outs = fn(*inputs)
     outs = outs if isinstance(outs, tuple) else (outs,)
     pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o is not None]

@@ -3,8 +3,10 @@ unbatched ``(L, E)``); ``nn.MultiheadAttention`` calls it as PyTorch's module do
 from __future__ import annotations
 
 import math
+import warnings
 
 from ... import dtypes as _dt
+from ...amp.autocast_mode import state as _ac
 from ...ops import linalg as _L
 from ...ops import pointwise as _P
 from ...ops import reduction as _R
@@ -18,14 +20,32 @@ from ._padding import pad
 __all__ = ["multi_head_attention_forward"]
 
 
-def _to_float_mask(mask, dtype, name):
+def _to_float_mask(mask, dtype, name, other=None):
+    """PyTorch's _canonical_mask: a bool mask as an additive float mask, float masks as they are; a key padding
+    mask of another dtype than ``other`` (the attn_mask) warns that mismatched masks are deprecated."""
     if mask is None:
         return None
+    if mask.dtype is not _dt.bool_ and not mask.dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    if other is not None and mask.dtype is not other.dtype:
+        warnings.warn(f"Support for mismatched {name} and attn_mask is deprecated. Use same type for both instead.",
+                      stacklevel=4)
     if mask.dtype is _dt.bool_:
         return _P.where(mask, float("-inf"), 0.0).to(dtype)
-    if not mask.dtype.is_floating_point:
-        raise AssertionError(f"only bool and floating types of {name} are supported")
-    return mask.to(dtype)
+    return mask  # PyTorch keeps a float mask's dtype: see _check_mask_dtype
+
+
+def _check_mask_dtype(mask_dt, query_dt, need_weights: bool) -> None:
+    """PyTorch adds a float mask of another dtype than the query as it is: with the weights returned into a
+    baddbmm (dtypes must match), else into scaled_dot_product_attention (float32 or the query's dtype)."""
+    if need_weights:
+        if _ac.on:  # autocast casts baddbmm's operands to one dtype
+            return
+        raise RuntimeError(f"Input dtypes must be the same, got: input {mask_dt._tname[:-6].lower()}, batch1: "
+                           f"{query_dt._tname[:-6].lower()}, batch2: {query_dt._tname[:-6].lower()}")
+    if mask_dt is not _dt.float32:
+        raise RuntimeError("Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                           f"attn_mask.dtype: {mask_dt} and  query.dtype: {query_dt} instead.")
 
 
 def _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads: int) -> bool:
@@ -107,6 +127,10 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
             raise AssertionError("use_separate_proj_weight is True but q_proj_weight, k_proj_weight or "
                                  "v_proj_weight is None")
         ws = (q_proj_weight, k_proj_weight, v_proj_weight)
+        for name, w, x in zip(("query", "key", "value"), ws, (query, key, value)):  # PyTorch's _in_projection
+            if tuple(w.shape) != (e, x.shape[-1]):
+                raise AssertionError(f"expecting {name} weights shape of {(e, x.shape[-1])}, but got "
+                                     f"torch.Size({list(w.shape)})")
     else:
         if in_proj_weight is None:
             raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
@@ -114,7 +138,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
     bs = (None,) * 3 if in_proj_bias is None else tuple(in_proj_bias[i * e:(i + 1) * e] for i in range(3))
     q, k, v = (linear(x, w, b) for x, w, b in zip((query, key, value), ws, bs))
     mask = _to_float_mask(attn_mask, q.dtype, "attn_mask")
-    kpm = _to_float_mask(key_padding_mask, q.dtype, "key_padding_mask")
+    kpm = _to_float_mask(key_padding_mask, q.dtype, "key_padding_mask", attn_mask)
     if bias_k is not None and bias_v is not None:  # one more key/value position, never masked
         if static_k is not None or static_v is not None:
             raise AssertionError("bias cannot be added to static key." if static_k is not None
@@ -155,6 +179,9 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
                                  f"{tuple(kpm.shape)}")
         kpm = _S.expand(kpm.reshape(bsz, 1, 1, src_len), (bsz, h, 1, src_len)).reshape(bsz * h, 1, src_len)
         mask = kpm if mask is None else _P.add(mask, kpm)
+    if mask is not None and mask.dtype is not q.dtype:
+        _check_mask_dtype(mask.dtype, q.dtype, need_weights)
+        mask = mask.to(q.dtype)
     scores = _P.mul(_L.bmm(q, _S.transpose(k, 1, 2)), 1.0 / math.sqrt(hd))
     if mask is not None:
         scores = _P.add(scores, mask)

@@ -12,6 +12,7 @@ from ...ops.creation import full, zeros_like
 from ...ops.triangular import triu
 from .. import functional as F
 from .. import init
+from ._nested_fastpath import padded_positions, why_not_nested, zero_padded
 from .activation import GELU, ReLU
 from .attention import MultiheadAttention
 from .container import ModuleList
@@ -196,8 +197,8 @@ class TransformerDecoderLayer(Module):
 class TransformerEncoder(Module):
     """A stack of ``num_layers`` copies of ``encoder_layer`` and an optional final ``norm``.
 
-    ``enable_nested_tensor`` is accepted; coretorch has no nested tensors, so padded positions are computed like
-    the others (PyTorch's nested fast path, taken only in inference, returns zeros there)."""
+    ``enable_nested_tensor``: where PyTorch would take its nested-tensor fast path (inference, a left-aligned key
+    padding mask and no mask, an eligible layer) padded positions are zeros before the final norm, as there."""
     __constants__ = ["norm"]
 
     def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm: Module | None = None,
@@ -207,8 +208,13 @@ class TransformerEncoder(Module):
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor
-        self.use_nested_tensor = False
+        self.use_nested_tensor = enable_nested_tensor
         self.mask_check = mask_check
+        why_not = why_not_nested(encoder_layer)
+        if enable_nested_tensor and why_not:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why_not}",
+                          stacklevel=2)
+            self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal: bool | None = None):
         src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask", _none_or_dtype(mask),
@@ -217,9 +223,12 @@ class TransformerEncoder(Module):
         first = self.layers[0] if len(self.layers) else None
         batch_first = first.self_attn.batch_first if first is not None else False
         is_causal = _detect_is_causal_mask(mask, is_causal, _get_seq_len(src, batch_first))
+        padded = padded_positions(self, src, mask, src_key_padding_mask)
         output = src
         for mod in self.layers:
             output = mod(output, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
+        if padded is not None:
+            output = zero_padded(output, padded)
         if self.norm is not None:
             output = self.norm(output)
         return output
