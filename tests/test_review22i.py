@@ -1,0 +1,100 @@
+"""Review 22i (eager): higher-order autograd — gradients taken with create_graph through every op family, and
+torch.autograd.functional, compared with PyTorch 2.13's behaviour."""
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn.functional as F
+
+_T = torch.tensor
+
+
+def _i(v, device):
+    return _T(v, device=device)
+
+
+# op(x) for x of the shape given; each is one of PyTorch's ops whose backward op takes the forward's input
+_LINKED = {
+    "max_pool1d": ((2, 3, 8), lambda x: F.max_pool1d(x, 3, 2)),
+    "max_pool2d": ((2, 3, 6, 6), lambda x: F.max_pool2d(x, 3, 2, 1)),
+    "max_pool3d": ((1, 2, 4, 4, 4), lambda x: F.max_pool3d(x, 2)),
+    "adaptive_max_pool1d": ((2, 3, 7), lambda x: F.adaptive_max_pool1d(x, 3)),
+    "adaptive_max_pool2d": ((2, 3, 7, 7), lambda x: F.adaptive_max_pool2d(x, 3)),
+    "avg_pool1d": ((2, 3, 8), lambda x: F.avg_pool1d(x, 3)),
+    "avg_pool2d": ((2, 3, 6, 6), lambda x: F.avg_pool2d(x, 3, 2, 1)),
+    "avg_pool3d": ((1, 2, 4, 4, 4), lambda x: F.avg_pool3d(x, 2)),
+    "adaptive_avg_pool1d": ((2, 3, 7), lambda x: F.adaptive_avg_pool1d(x, 3)),
+    "adaptive_avg_pool2d": ((2, 3, 7, 7), lambda x: F.adaptive_avg_pool2d(x, 3)),
+    "adaptive_avg_pool3d": ((1, 2, 5, 5, 5), lambda x: F.adaptive_avg_pool3d(x, 2)),
+    "interpolate_area": ((2, 3, 6, 6), lambda x: F.interpolate(x, size=(3, 2), mode="area")),
+    "pad_reflect": ((2, 3, 6), lambda x: F.pad(x, (2, 1), mode="reflect")),
+    "pad_replicate": ((2, 3, 6, 5), lambda x: F.pad(x, (2, 1, 1, 2), mode="replicate")),
+    "nll_loss": ((4, 5), lambda x: F.nll_loss(x, _i([1, 0, 4, 2], x.device))),
+    "nll_loss_weighted": ((4, 5), lambda x: F.nll_loss(x, _i([1, 0, 4, 2], x.device),
+                                                       weight=torch.linspace(0.5, 1.5, 5, dtype=x.dtype,
+                                                                             device=x.device))),
+    "nll_loss2d": ((2, 3, 2, 2), lambda x: F.nll_loss(x, _i([[[0, 2], [1, 1]], [[2, 0], [0, 1]]], x.device))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LINKED))
+def test_gradient_through_pooling_padding_and_nll_depends_on_the_input(device, name):
+    """PyTorch's max_pool2d_with_indices_backward, avg_pool2d_backward, adaptive_avg_pool2d_backward,
+    reflection_pad1d_backward, nll_loss_backward, ... take the forward's input, so a gradient taken with
+    create_graph requires grad (``AvgPool2DBackwardBackward0``, ...) and a second gradient reaches the input and
+    every parameter before the op with zeros: a bias before a pooling gets ``.grad`` zeros (an optimizer steps it:
+    Adam's moments decay, weight decay applies — StyleGAN2's lazy R1 step).  coretorch's gradient was built from the
+    saved indices alone: it did not require grad (a second ``autograd.grad`` raised) and the bias's ``.grad`` stayed
+    None."""
+    shape, op = _LINKED[name]
+    gen = np.random.default_rng(3)
+    x = _T(gen.standard_normal(shape), dtype=torch.float64, device=device, requires_grad=True)
+    b = _T(0.25, dtype=torch.float64, device=device, requires_grad=True)
+    y = op(x + b)
+    gy = _T(gen.standard_normal(tuple(y.shape)), dtype=torch.float64, device=device)
+    (g,) = torch.autograd.grad(y, x, gy, create_graph=True)
+    assert g.requires_grad
+    v = _T(gen.standard_normal(shape), dtype=torch.float64, device=device)
+    gx, gb = torch.autograd.grad((g * v).sum(), (x, b), retain_graph=True)
+    np.testing.assert_array_equal(gx.cpu().numpy(), np.zeros(shape))
+    assert gb.item() == 0.0
+    (g * v).sum().backward()
+    assert b.grad is not None and b.grad.item() == 0.0
+    # the first-order gradient is unchanged, and a plain backward records nothing
+    (g0,) = torch.autograd.grad(op(x + b), x, gy)
+    np.testing.assert_array_equal(g0.cpu().numpy(), g.detach().cpu().numpy())
+    assert not g0.requires_grad
+
+
+def test_second_gradient_through_a_pooling_node_is_named_as_pytorchs(device):
+    """PyTorch: ``grad(max_pool2d(x, 2).sum(), x, create_graph=True)`` has grad_fn
+    MaxPool2DWithIndicesBackwardBackward0 (coretorch: none)."""
+    x = torch.randn(1, 1, 4, 4, dtype=torch.float64, device=device, requires_grad=True)
+    (g,) = torch.autograd.grad(F.max_pool2d(x, 2).sum(), x, create_graph=True)
+    assert type(g.grad_fn).__name__ == "MaxPool2DWithIndicesBackwardBackward0"
+
+
+def test_mean_like_pools_stay_unlinked(device):
+    """PyTorch runs an adaptive average pool to size 1 as a mean (MeanBackward1), whose backward does not take the
+    input: the create_graph gradient does not require grad."""
+    x = torch.randn(2, 3, 4, 4, dtype=torch.float64, device=device, requires_grad=True)
+    for y in (F.adaptive_avg_pool2d(x, 1), F.adaptive_avg_pool1d(x[0], 1)):
+        (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+        assert not g.requires_grad
+
+
+def test_r1_penalty_of_a_cnn_with_pooling_steps_every_parameter(device):
+    """A discriminator conv -> max_pool -> linear with an R1 penalty (the squared input gradient, taken with
+    create_graph): PyTorch gives the first conv's bias a zero gradient (it reaches the penalty only through the
+    pooling's backward op), so Adam steps it; coretorch left it None and Adam skipped it."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(2, 3, 3, padding=1).double().to(device)
+    lin = torch.nn.Linear(3 * 2 * 2, 1).double().to(device)
+    x = torch.randn(2, 2, 4, 4, dtype=torch.float64, device=device, requires_grad=True)
+    out = lin(F.max_pool2d(conv(x), 2).flatten(1))
+    (g,) = torch.autograd.grad(out.sum(), x, create_graph=True)
+    g.pow(2).sum().backward()
+    assert conv.bias.grad is not None
+    np.testing.assert_array_equal(conv.bias.grad.cpu().numpy(), np.zeros(3))
+    assert conv.weight.grad is not None and lin.weight.grad is not None
+    assert lin.bias.grad is None  # (the input gradient never depends on it, in PyTorch too)
