@@ -98,3 +98,71 @@ def test_r1_penalty_of_a_cnn_with_pooling_steps_every_parameter(device):
     np.testing.assert_array_equal(conv.bias.grad.cpu().numpy(), np.zeros(3))
     assert conv.weight.grad is not None and lin.weight.grad is not None
     assert lin.bias.grad is None  # (the input gradient never depends on it, in PyTorch too)
+
+
+# ---- torch.autograd.functional ------------------------------------------------------------------------
+AF = torch.autograd.functional
+
+
+def _vec(device, *shape):
+    return torch.linspace(-1.0, 1.5, int(np.prod(shape)), dtype=torch.float64, device=device).reshape(shape)
+
+
+@pytest.mark.parametrize("call, message", [
+    # a linear function: its Jacobian does not depend on the input
+    (lambda a, c: AF.hessian(lambda x: (x * 2).sum(), a, strict=True),
+     "While computing the hessian, found that the jacobian of the user-provided function with respect to input 0 "
+     "is independent of the input"),
+    (lambda a, c: AF.vhp(lambda x: (x * 2).sum(), a, c, strict=True), "While computing the hessian, found that"),
+    (lambda a, c: AF.hvp(lambda x: (x * 2).sum(), a, c, strict=True), "While computing the hessian, found that"),
+    # an input the output does not depend on
+    (lambda a, c: AF.vjp(lambda x, y: x * 2, (a, c), c, strict=True),
+     "The output of the user-provided function is independent of input 1. This is not allowed in strict mode."),
+    (lambda a, c: AF.hvp(lambda x, y: (x ** 3).sum(), (a, c), (c, a), strict=True),
+     "The output of the user-provided function is independent of input 1."),
+    (lambda a, c: AF.hessian(lambda x, y: (x ** 3).sum(), (a, c), strict=True),
+     "the jacobian of the user-provided function with respect to input 1 is independent of the input"),
+    # strict with create_graph: a result that does not require grad
+    (lambda a, c: AF.vjp(lambda x: x * 3.0, a, c, create_graph=True, strict=True),
+     "The jacobian of the user-provided function is independent of input 0. This is not allowed in strict mode when "
+     "create_graph=True."),
+    (lambda a, c: AF.jacobian(lambda x: x * 3.0, a, create_graph=True, strict=True),
+     "The jacobian of the user-provided function is independent of input 0. This is not allowed in strict mode when "
+     "create_graph=True."),
+    (lambda a, c: AF.hvp(lambda x: (x * x).sum(), a, c, create_graph=True, strict=True),
+     "The hessian of the user-provided function is independent of input 0. This is not allowed in strict mode when "
+     "create_graph=True."),
+    # hvp's own name in its messages; v's checks
+    (lambda a, c: AF.hvp(lambda x: x.sin(), a, c), "The Tensor returned by the function given to hvp should contain "
+                                                   "a single element"),
+    (lambda a, c: AF.hvp(lambda x: (x.sin().sum(),), a, c), "The function given to hvp should return a single Tensor"),
+    (lambda a, c: AF.vhp(lambda x: x.sin(), a, c), "The Tensor returned by the function given to vhp should contain "
+                                                   "a single element"),
+    (lambda a, c: AF.vjp(lambda x: x.sin(), a, c.reshape(1, 3)), r"^v has invalid size: should be .*Size\(\[3\]\) "
+                                                                 r"but got .*Size\(\[1, 3\]\)\.$"),
+    (lambda a, c: AF.vjp(lambda x, y: (x, y), (a, c), (c,)), "v is a tuple of invalid length: should be 2 but got 1."),
+    (lambda a, c: AF.jvp(lambda x: x, a, (c, c)), "The given v should contain a single Tensor."),
+])
+def test_functional_strict_and_argument_errors_are_pytorchs(device, call, message):
+    """PyTorch's autograd.functional raises these RuntimeErrors (its _check_requires_grad, _fill_in_zeros and
+    _validate_v).  coretorch's strict checks differed ("The vhp for input 0 is independent of the input in strict
+    mode", or the inner jacobian's "Output 0 ... is independent of input 1" inside hessian), hvp's messages named
+    vhp, v's size errors always said "Entry 0 in", and strict with create_graph did not check that the results
+    require grad (it returned a constant where PyTorch raises)."""
+    a, c = _vec(device, 3), _vec(device, 3) * 0.5
+    with pytest.raises(RuntimeError, match=message):
+        call(a, c)
+
+
+def test_functional_strict_passes_where_pytorch_does(device):
+    """A cubic function with create_graph and strict: every Jacobian/Hessian depends on the input, no error; values
+    as numpy gives them."""
+    a, c = _vec(device, 3), _vec(device, 3) * 0.5
+    f = lambda x: (x ** 3).sum()  # noqa: E731
+    an, cn = a.cpu().numpy(), c.cpu().numpy()
+    _, hv = AF.hvp(f, a, c, create_graph=True, strict=True)
+    np.testing.assert_allclose(hv.detach().cpu().numpy(), 6 * an * cn, rtol=1e-12)
+    h = AF.hessian(f, a, create_graph=True, strict=True)
+    np.testing.assert_allclose(h.detach().cpu().numpy(), np.diag(6 * an), rtol=1e-12)
+    _, jv = AF.jvp(lambda x: x ** 2, a, c, create_graph=True, strict=True)
+    np.testing.assert_allclose(jv.detach().cpu().numpy(), 2 * an * cn, rtol=1e-12)
