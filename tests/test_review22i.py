@@ -166,3 +166,37 @@ def test_functional_strict_passes_where_pytorch_does(device):
     np.testing.assert_allclose(h.detach().cpu().numpy(), np.diag(6 * an), rtol=1e-12)
     _, jv = AF.jvp(lambda x: x ** 2, a, c, create_graph=True, strict=True)
     np.testing.assert_allclose(jv.detach().cpu().numpy(), 2 * an * cn, rtol=1e-12)
+
+
+# ---- prod ----------------------------------------------------------------------------------------------
+def _prod_hessian(a: np.ndarray) -> np.ndarray:
+    n = a.size
+    h = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                h[i, j] = np.prod(np.delete(a, [i, j]))
+    return h
+
+
+@pytest.mark.parametrize("values", [[1.5, 0.0, -2.0, 0.7], [0.0, 0.0, 2.0, -1.25], [0.0, 1.5, 2.0, 0.0]])
+def test_second_derivative_of_a_product_with_zeros(device, values):
+    """d2/dxi dxj prod(x) is the product of the elements other than xi and xj: with a zero in x PyTorch's create_graph
+    gradient is built from differentiable exclusive cumprods (prod_safe_zeros_backward), so the Hessian is right.
+    coretorch computed the product of the others at kernel level: the gradient did not require grad (a Hessian of
+    x.prod() was zeros, silently; ``hvp`` too), and on a device the division branch made it NaN."""
+    a = np.array(values)
+    x = _T(a, dtype=torch.float64, device=device, requires_grad=True)
+    whole = _prod_hessian(a)
+    rows = np.zeros((4, 4))
+    rows[:2, :2], rows[2:, 2:] = _prod_hessian(a[:2]), _prod_hessian(a[2:])
+    for f, want in ((lambda t: t.prod(), whole), (lambda t: t.prod(0), whole),
+                    (lambda t: t.reshape(2, 2).prod(1).sum(), rows),
+                    (lambda t: t.reshape(2, 2).prod(0, keepdim=True).prod(), whole)):
+        (g,) = torch.autograd.grad(f(x), x, create_graph=True)
+        assert g.requires_grad
+        np.testing.assert_allclose(AF.hessian(f, x).cpu().numpy(), want, rtol=1e-12, atol=1e-12)
+        v = np.array([0.5, -1.0, 2.0, 0.25])
+        _, hv = AF.hvp(f, x, _T(v, dtype=torch.float64, device=device))
+        np.testing.assert_allclose(hv.cpu().numpy(), want @ v, rtol=1e-12, atol=1e-12)
+    assert torch.autograd.gradgradcheck(lambda t: t.reshape(2, 2).prod(1), (x,))
