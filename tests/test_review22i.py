@@ -200,3 +200,20 @@ def test_second_derivative_of_a_product_with_zeros(device, values):
         _, hv = AF.hvp(f, x, _T(v, dtype=torch.float64, device=device))
         np.testing.assert_allclose(hv.cpu().numpy(), want @ v, rtol=1e-12, atol=1e-12)
     assert torch.autograd.gradgradcheck(lambda t: t.reshape(2, 2).prod(1), (x,))
+
+
+# ---- gradcheck / gradgradcheck -------------------------------------------------------------------------
+def test_gradgradcheck_skips_outputs_that_need_no_gradient(device):
+    """PyTorch's gradgradcheck differentiates the outputs that require grad only (``_differentiable_outputs``):
+    slogdet's sign, svd(compute_uv=False)'s zero U and V, an empty split part.  coretorch's raised "element 0 of
+    tensors does not require grad" or "Jacobian shape mismatch"; a gradcheck of a function returning no tensor
+    (a vjp that is None everywhere, as norm(p=0)'s) passes in PyTorch and failed in coretorch."""
+    gen = np.random.default_rng(0)
+    x = _T(gen.standard_normal((3, 3)), dtype=torch.float64, device=device, requires_grad=True)
+    z = _T([1.5, 0.0, -2.0, 0.7], dtype=torch.float64, device=device, requires_grad=True)
+    assert torch.autograd.gradgradcheck(torch.linalg.slogdet, (x,))
+    assert torch.autograd.gradgradcheck(lambda a: torch.svd(a, compute_uv=False), (x,))
+    assert torch.autograd.gradgradcheck(lambda a: a.split([0, 4]), (z,))
+    assert torch.autograd.gradgradcheck(lambda a: a[2:2] * 2, (z,))
+    assert torch.autograd.gradgradcheck(lambda a: a.norm(p=0), (z,))
+    assert torch.autograd.gradcheck(lambda a: (), (z,))
