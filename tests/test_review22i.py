@@ -217,3 +217,24 @@ def test_gradgradcheck_skips_outputs_that_need_no_gradient(device):
     assert torch.autograd.gradgradcheck(lambda a: a[2:2] * 2, (z,))
     assert torch.autograd.gradgradcheck(lambda a: a.norm(p=0), (z,))
     assert torch.autograd.gradcheck(lambda a: (), (z,))
+
+
+def test_second_derivative_of_cumprod_past_a_second_zero(device):
+    """The gradient of cumprod at x_k is sum_{i >= k} g_i prod_{j <= i, j != k} x_j: at a slice's second zero it is 0
+    in value but depends on the first zero (d/dx1 of the gradient at x3 of sum(w * cumprod(x)) for x = [1.5, 0, -2,
+    0, 0.7] is w3 x0 x2 + w4 x0 x2 x4 = -3.81; PyTorch's Hessian has it, and is symmetric).  coretorch's create_graph
+    gradient there was the constant 0: its Hessian had 0 at [3, 1] and -3.81 at [1, 3]."""
+    x = _T([1.5, 0.0, -2.0, 0.0, 0.7], dtype=torch.float64, device=device, requires_grad=True)
+    w = _T([0.3, -1.0, 2.0, 0.5, 1.1], dtype=torch.float64, device=device)
+    h = AF.hessian(lambda a: (a.cumprod(0) * w).sum(), x).cpu().numpy()
+    a, wn = x.detach().cpu().numpy(), w.cpu().numpy()
+    want = np.zeros((5, 5))
+    for p in range(5):
+        for q in range(5):
+            if p != q:
+                want[p, q] = sum(wn[i] * np.prod([a[j] for j in range(i + 1) if j not in (p, q)])
+                                 for i in range(max(p, q), 5))
+    np.testing.assert_allclose(h, want, rtol=1e-12, atol=1e-12)
+    z = _T([[1.5, 0.0, -2.0], [0.0, 0.0, 0.7]], dtype=torch.float64, device=device, requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda t: t.cumprod(-1), (z,))
+    assert torch.autograd.gradgradcheck(lambda t: t.cumprod(0), (z,))
