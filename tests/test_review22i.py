@@ -20,6 +20,10 @@ _LINKED = {
     "max_pool3d": ((1, 2, 4, 4, 4), lambda x: F.max_pool3d(x, 2)),
     "adaptive_max_pool1d": ((2, 3, 7), lambda x: F.adaptive_max_pool1d(x, 3)),
     "adaptive_max_pool2d": ((2, 3, 7, 7), lambda x: F.adaptive_max_pool2d(x, 3)),
+    "fractional_max_pool2d": ((1, 2, 5, 5), lambda x: F.fractional_max_pool2d(
+        x, 2, output_size=3, _random_samples=torch.full((1, 2, 2), 0.5, dtype=x.dtype, device=x.device))),
+    "fractional_max_pool3d": ((1, 2, 5, 5, 5), lambda x: F.fractional_max_pool3d(
+        x, 2, output_size=3, _random_samples=torch.full((1, 2, 3), 0.5, dtype=x.dtype, device=x.device))),
     "avg_pool1d": ((2, 3, 8), lambda x: F.avg_pool1d(x, 3)),
     "avg_pool2d": ((2, 3, 6, 6), lambda x: F.avg_pool2d(x, 3, 2, 1)),
     "avg_pool3d": ((1, 2, 4, 4, 4), lambda x: F.avg_pool3d(x, 2)),
