@@ -242,3 +242,22 @@ def test_second_derivative_of_cumprod_past_a_second_zero(device):
     z = _T([[1.5, 0.0, -2.0], [0.0, 0.0, 0.7]], dtype=torch.float64, device=device, requires_grad=True)
     assert torch.autograd.gradgradcheck(lambda t: t.cumprod(-1), (z,))
     assert torch.autograd.gradgradcheck(lambda t: t.cumprod(0), (z,))
+
+
+def test_functional_forward_mode_strategy_checks_in_pytorchs_order(device):
+    """PyTorch's jacobian with strategy="forward-mode" raises NotImplementedError for create_graph=True (then
+    RuntimeError for strict=True, naming the strategy), before its vectorize check; hessian's own strategy check has
+    the short message.  coretorch returned a result for create_graph=True and named `vectorized=True` for strict."""
+    a = _vec(device, 3)
+    with pytest.raises(NotImplementedError, match='`create_graph=True` and `strategy="forward-mode"` are not '
+                                                  'supported together'):
+        AF.jacobian(torch.sin, a, create_graph=True, vectorize=True, strategy="forward-mode")
+    with pytest.raises(NotImplementedError, match='`create_graph=True` and `strategy="forward-mode"`'):
+        AF.hessian(lambda x: x.sin().sum(), a, create_graph=True, vectorize=True,
+                   outer_jacobian_strategy="forward-mode")
+    with pytest.raises(RuntimeError, match='`strict=True` and `strategy="forward-mode"` are not supported together'):
+        AF.jacobian(torch.sin, a, strict=True, vectorize=True, strategy="forward-mode")
+    with pytest.raises(AssertionError, match='^Expected strategy to be either "forward-mode" or "reverse-mode".$'):
+        AF.hessian(lambda x: x.sin().sum(), a, outer_jacobian_strategy="foo")
+    j = AF.jacobian(torch.sin, a, vectorize=True, strategy="forward-mode")
+    np.testing.assert_allclose(j.cpu().numpy(), np.diag(np.cos(a.cpu().numpy())), rtol=1e-14)

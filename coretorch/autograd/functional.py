@@ -207,7 +207,17 @@ def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = 
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
                              'function has more outputs than inputs, "forward-mode" tends to be more performant. '
                              'Otherwise, prefer to use "reverse-mode".')
-    if strategy == "forward-mode" and not vectorize:  # (PyTorch's checks; coretorch computes either by reverse mode)
+    if strategy == "forward-mode":  # (PyTorch's checks, in its order; coretorch computes either by reverse mode)
+        if create_graph:
+            raise NotImplementedError('torch.autograd.functional.jacobian: `create_graph=True` and `strategy="forward-'
+                                      'mode"` are not supported together (yet). Please either set `create_graph=False` '
+                                      'or `strategy="reverse-mode"`.')
+        if strict:
+            raise RuntimeError('torch.autograd.functional.jacobian: `strict=True` and `strategy="forward-mode"` are '
+                               'not supported together (yet). Please either set `strict=False` or '
+                               '`strategy="reverse-mode"`.')
+        _as_tuple(inputs, "inputs", "jacobian")
+    if strategy == "forward-mode" and not vectorize:
         raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian isonly "
                                   "implemented for `vectorize=True`.")
     if strict and vectorize:
@@ -253,6 +263,8 @@ def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = F
     """The Hessian of the scalar function ``func`` at ``inputs`` (a tensor of shape ``inputs.shape * 2``; a tuple of
     tuples for several inputs)."""
     is_in_tuple, ins = _as_tuple(inputs, "inputs", "hessian")
+    if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
 
     def single(*inp):
         out = func(*inp)
