@@ -33,6 +33,7 @@ _LINKED = {
     "interpolate_area": ((2, 3, 6, 6), lambda x: F.interpolate(x, size=(3, 2), mode="area")),
     "pad_reflect": ((2, 3, 6), lambda x: F.pad(x, (2, 1), mode="reflect")),
     "pad_replicate": ((2, 3, 6, 5), lambda x: F.pad(x, (2, 1, 1, 2), mode="replicate")),
+    "rrelu_training": ((3, 4), lambda x: F.rrelu(x, training=True)),
     "nll_loss": ((4, 5), lambda x: F.nll_loss(x, _i([1, 0, 4, 2], x.device))),
     "nll_loss_weighted": ((4, 5), lambda x: F.nll_loss(x, _i([1, 0, 4, 2], x.device),
                                                        weight=torch.linspace(0.5, 1.5, 5, dtype=x.dtype,
