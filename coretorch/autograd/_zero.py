@@ -64,6 +64,50 @@ def keep_graph(r: Tensor, ignored, name: str, always: bool = False) -> Tensor:
     return _make(r._data, r.dtype, r._be, node)
 
 
+def _link(r: Tensor, metas: list, edges: list, name: str) -> Tensor:
+    node = _named(_ZeroGradNode, name)()
+    node.metas = list(metas)
+    node.live = r._rg
+    node.next_functions = tuple(edges + [_edge(r)] if r._rg else edges)
+    return _make(r._data, r.dtype, r._be, node)
+
+
+def link_inputs(node: Node, grads):
+    """``node``'s gradients (its backward's result: a tensor or a tuple), in a create_graph backward each recorded
+    also against every input of ``node`` it sent a gradient to, with a zero derivative, by a node named as PyTorch's
+    ``<Op>BackwardBackward0``: PyTorch's max_pool2d_with_indices_backward, avg_pool2d_backward, nll_loss_backward,
+    reflection_pad1d_backward, ... take the forward's input, so a gradient through them requires grad and a second
+    gradient reaches the input (zeros: a parameter before a pooling gets a zero ``.grad``, not None).  Unchanged in a
+    plain backward."""
+    if not _gs.enabled:
+        return grads
+    single = isinstance(grads, Tensor)
+    gs = (grads,) if single else tuple(grads)
+    linked = [(e, g) for e, g in zip(node.next_functions, gs)
+              if e[0] is not None and isinstance(g, Tensor) and _differentiable(g)]
+    if not linked:
+        return grads
+    metas = [(g._data.shape, g.dtype, g._be) for _, g in linked]
+    edges = [e for e, _ in linked]
+    name = type(node).__name__[:-1] + "Backward0"
+    out = tuple(_link(g, metas, edges, name) if isinstance(g, Tensor) and _differentiable(g) else g for g in gs)
+    return out[0] if single else out
+
+
+def linked_backward(backward):
+    """``backward`` whose gradients ``link_inputs`` records against the node's inputs under create_graph."""
+    def linked(self, *gs):
+        return link_inputs(self, backward(self, *gs))
+    return linked
+
+
+def links_inputs(cls):
+    """Class decorator: ``cls``'s gradients depend on its inputs under create_graph (see ``link_inputs``)."""
+    cls.backward = linked_backward(cls.backward)
+    cls._links_inputs = True
+    return cls
+
+
 def not_implemented_graph(r: Tensor, inputs, op: str) -> Tensor:
     """``r`` recorded (requires_grad) when an input requires grad, by a node whose backward raises PyTorch's
     "derivative for aten::<op> is not implemented" (what PyTorch does for floor_divide)."""

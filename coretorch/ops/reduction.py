@@ -48,10 +48,32 @@ class ProdBackward1(_ReduceNode):
                 return (mul(ge, div(oe, x)),)
             if n > 1 and shortcut:
                 return (_zeros_on(tuple(x.shape), ge.dtype, x._be),)
-            return (mul(ge, _prod_others(x, self.axes)),)
-        # product of the other elements, computed without dividing by zero (not differentiable twice)
-        r = where(gt(nz, 0), mul(ge, _prod_others(x, self.axes)), mul(ge, div(oe, x)))
+            return (mul(ge, _prod_others_graph(x, self.axes) if _gs.enabled else _prod_others(x, self.axes)),)
+        # product of the other elements, computed without dividing by zero (differentiable ops under create_graph)
+        others = _prod_others_graph(x, self.axes) if _gs.enabled else _prod_others(x, self.axes)
+        r = where(gt(nz, 0), mul(ge, others), mul(ge, div(oe, where(eq(x, 0), 1.0, x) if _gs.enabled else x)))
         return (where(gt(nz, 1), 0.0, r) if shortcut else r,)
+
+
+def _prod_others_graph(x: Tensor, axes) -> Tensor:
+    """``_prod_others`` with differentiable ops, for a create_graph backward (PyTorch's prod_safe_zeros_backward: the
+    exclusive products are cumprods, whose own backward gives the second derivative)."""
+    from .statistics import cumprod  # (statistics imports this module)
+    nd = x.ndim
+    ax = tuple(range(nd)) if axes is None else tuple(axes)
+    keep = tuple(d for d in range(nd) if d not in ax)
+    perm = keep + ax
+    lead = tuple(x.shape[d] for d in keep)
+    k = 1
+    for d in ax:
+        k *= x.shape[d]
+    flat = x.permute(perm).reshape(lead + (k,))
+    ones = flat.new_ones(lead + (1,))
+    last = len(lead)
+    left = cumprod(cat([ones, flat[..., :k - 1]], last), last)
+    right = flip(cumprod(cat([ones, flip(flat[..., 1:], (last,))], last), last), (last,))
+    res = mul(left, right).reshape(tuple(x.shape[d] for d in perm))
+    return res.permute(tuple(perm.index(d) for d in range(nd)))
 
 
 def _prod_others(x: Tensor, axes):
@@ -515,7 +537,7 @@ def cumsum(input, dim, *, dtype=None, out=None) -> Tensor:
 # late, module level: a function-level import costs ~10k instructions per call (the backward formulas)
 from .indexing import gather, narrow, scatter_add  # noqa: E402, F401  (narrow: also kept for importers)
 from .pointwise import abs as _abs, div, eq, exp, gt, isnan, logical_and, logical_not, logical_or, maximum, minimum, mul, ne, pow, sign, sqrt, sub, where  # noqa: E402,E501,F401
-from .shape import flip, squeeze, unsqueeze  # noqa: E402
+from .shape import cat, flip, squeeze, unsqueeze  # noqa: E402
 if TYPE_CHECKING:
     from .comparison import isfinite, isinf  # noqa: F401
 _LATE = ("isfinite", "isinf")  # kept for importers: bound by ops.comparison (bind_late), which imports this module

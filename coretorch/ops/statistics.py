@@ -7,6 +7,8 @@ from __future__ import annotations
 import builtins
 import math
 
+import numpy as np
+
 from .. import dtypes as _dt
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd.grad_mode import no_grad, state as _gs
@@ -320,6 +322,9 @@ class CumprodBackward0(Node):
         if x.ndim == 0 or x.shape[d] == 1:  # the identity, as PyTorch's shortcut (inf / inf would give NaN)
             return (g,)
 
+        if _gs.enabled and bool(eq(x, 0).any().item()):
+            return (_cumprod_backward_graph(g, x, d),)
+
         def revcumsum(t):
             return flip(cumsum(flip(t, (d,)), d), (d,))
         zeros_seen = cumsum(eq(x, 0).to(_i64), d)
@@ -333,6 +338,19 @@ class CumprodBackward0(Node):
         t = g * cumprod(where(first, 1.0, x), d)
         at_zero = revcumsum(where(logical_or(eq(zeros_seen, 1), _isfinite(t)), t, 0.0))
         return (where(nz, plain, where(first, at_zero, 0.0)),)
+
+
+def _cumprod_backward_graph(g: Tensor, x: Tensor, d: int) -> Tensor:
+    """The gradient of cumprod along ``d`` for a create_graph backward of an input with zeros: for each k,
+    sum over i >= k of g_i * prod_{j <= i, j != k} x_j, from the cumprods of x with x_k replaced by 1 (O(n^2), as
+    PyTorch's grad-mode cumprod_backward): every term stays a function of every x_j, so the second derivative is
+    right past a slice's second zero (the mask formula's 0 there is a constant)."""
+    n = x.shape[d]
+    xm, gm = movedim(x, d, -1), movedim(g, d, -1)
+    eye = tensor(np.eye(n, dtype=bool), device=x.device)
+    c = cumprod(where(eye, 1.0, unsqueeze(xm, -2)), -1)  # [..., k, i]: prod_{j <= i, j != k} x_j
+    upper = tensor(np.triu(np.ones((n, n), dtype=bool)), device=x.device)  # i >= k
+    return movedim(sum_(where(upper, c * unsqueeze(gm, -2), 0.0), -1), -1, d)
 
 
 def cumprod(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:

@@ -115,9 +115,11 @@ def rrelu_with_generator(input: Tensor, lower: float, upper: float, training: bo
                               slope=slope)
     else:
         out = _P.where(_P.gt(x, 0), x, _P.mul(x, slope))  # (the slope's gradient at 0, as PyTorch)
+    # in training the gradient is linked to x under create_graph (a zero derivative), as PyTorch's
+    # rrelu_with_noise_backward, which takes the input (evaluation: leaky_relu's node links it)
     if not inplace:  # row-major, as PyTorch's rrelu_with_noise (a permuted input's layout: a .view raised)
-        return named_node(out if out.is_contiguous() else out.contiguous(), "RreluWithNoiseBackward0")
-    return _inplace_result(input, named_node(out, "RreluWithNoiseBackward1"))  # (PyTorch's node of rrelu_)
+        return named_node(out if out.is_contiguous() else out.contiguous(), "RreluWithNoiseBackward0", training)
+    return _inplace_result(input, named_node(out, "RreluWithNoiseBackward1", training))  # (PyTorch's node of rrelu_)
 
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:

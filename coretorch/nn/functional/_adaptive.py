@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
+from ...autograd._node_names import named_node
 from ...ops import creation as _C
 from ...ops import linalg as _L
 from ...ops import shape as _S
@@ -139,7 +140,9 @@ def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     _check_input("adaptive_avg_pool2d", _S.unsqueeze(input, -2), 2)  # PyTorch runs it as the 2-D op
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"adaptive_avg_pool2d\" not implemented for '{input.dtype._tname[:-6]}'")
-    return _adaptive_avg(input, (n,))
+    out = _adaptive_avg(input, (n,))
+    # PyTorch: a 2-D pool (its backward takes the input: linked) then a squeeze; a mean where n is 1 (not linked)
+    return out if n == 1 else named_node(out, "SqueezeBackward1", link=True)
 
 
 def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:

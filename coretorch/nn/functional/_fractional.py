@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from ... import dtypes as _dt
+from ...autograd._zero import links_inputs
 from ...autograd.grad_mode import no_grad, state as _gs
 from ...autograd.graph import Node
 from ...ops import creation as _C, indexing as _I, pointwise as _P, random as _Rn, reduction as _R, shape as _S
@@ -32,6 +33,7 @@ def _tuple(v, n: int) -> tuple:
     return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
 
 
+@links_inputs
 class _FractionalBackward(Node):
     """Scatters the gradient to each window's winner (index_add: differentiable, so double backward works)."""
     __slots__ = ("shape",)

@@ -9,6 +9,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import state as _ac
+from ...autograd._zero import links_inputs
 from ...autograd.grad_mode import state as _gs
 from ...autograd.graph import Node
 from ...ops import creation as _C
@@ -409,6 +410,7 @@ def _capturing() -> bool:
     return is_compiling()
 
 
+@links_inputs
 class NllLossBackward0(Node):
     """Gradient of the picked log-probabilities: -w[t] (g / total) at (i, t_i) in the rows whose target is not
     ``ignore`` (a row of class weight 0 too: -0.0, or NaN where every weight is 0, as PyTorch's), written with

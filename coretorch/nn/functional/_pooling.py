@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
+from ...autograd._node_names import named_node
+from ...autograd._zero import links_inputs
 from ...autograd.grad_mode import state as _gs
 from ...autograd.graph import Node
 from ...ops import creation as _C
@@ -62,6 +64,7 @@ def _pool_args(op, input, kernel_size, stride, padding, dilation, ceil_mode):
     return k, s, p, d, oh, ow
 
 
+@links_inputs
 class MaxPool2DWithIndicesBackward0(Node):
     """The indices are saved as PyTorch saves them (returned to the caller: an in-place change before the
     backward raises)."""
@@ -216,8 +219,8 @@ def _avg_pool2d_int64(input, k, s, p, oh, ow, count_include_pad, divisor_overrid
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
     """1-D average pooling (see :class:`coretorch.nn.AvgPool1d` for the arguments and shapes)."""
     one = lambda v: (1, _ntuple(v, 1)[0])  # noqa: E731
-    out = avg_pool2d(_S.unsqueeze(input, -2), one(kernel_size), None if stride is None else one(stride),
-                     (0, _ntuple(padding, 1)[0]), ceil_mode, count_include_pad)
+    out = named_node(avg_pool2d(_S.unsqueeze(input, -2), one(kernel_size), None if stride is None else one(stride),
+                                (0, _ntuple(padding, 1)[0]), ceil_mode, count_include_pad), "AvgPool2DBackward0")
     return _S.squeeze(out, -2)
 
 

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ...autograd._zero import links_inputs
 from ...autograd.grad_mode import state as _gs
 from ...autograd.graph import Node
 from ...ops import creation as _C
@@ -133,6 +134,7 @@ def window_argmax(x: Tensor, tables: list) -> Tensor:
         return take(ft, -1, kidx).squeeze(-1)
 
 
+@links_inputs
 class _MaxByIndex(Node):
     """out = x.flatten(2).gather(2, idx): the gradient scatters back to the winning positions (the indices saved
     as PyTorch saves them: returned to the caller, an in-place change before the backward raises)."""
