@@ -325,3 +325,20 @@ def test_compiled_encoder_follows_the_mha_fastpath_switch(device):
                                               enc(x, src_key_padding_mask=k).cpu().numpy())
     finally:
         torch.backends.mha.set_fastpath_enabled(True)
+
+
+def test_encoder_layer_knows_relu_and_gelu_after_a_subclass_enables_dispatch():
+    """Once a Tensor subclass with __torch_function__ is defined, F's functions are dispatching wrappers; the
+    layer's default activation (the function its class body saw) and F.relu/F.gelu passed then must still count as
+    relu/gelu for the fast path (the suite's order made these tests fail: activation_relu_or_gelu was 0)."""
+    class Traced(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    assert Traced is not None
+    assert torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True).activation_relu_or_gelu == 1
+    assert torch.nn.TransformerEncoderLayer(8, 2, 16, activation=F.relu).activation_relu_or_gelu == 1
+    assert torch.nn.TransformerEncoderLayer(8, 2, 16, activation="gelu").activation_relu_or_gelu == 2
+    assert torch.nn.TransformerEncoderLayer(8, 2, 16, activation=F.gelu).activation_relu_or_gelu == 2
+    assert torch.nn.TransformerEncoderLayer(8, 2, 16, activation=F.silu).activation_relu_or_gelu == 0

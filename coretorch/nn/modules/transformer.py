@@ -30,6 +30,11 @@ def _generate_square_subsequent_mask(sz: int, device=None, dtype=None):
     return triu(full((sz, sz), float("-inf"), dtype=dtype or _dt.default, device=device), diagonal=1)
 
 
+def _op(fn: Callable) -> Callable:
+    """An F function without its __torch_function__ dispatching wrapper (see _subclass.py)."""
+    return getattr(fn, "__wrapped_op__", fn)
+
+
 def _get_activation_fn(activation: str) -> Callable:
     if activation == "relu":
         return F.relu
@@ -103,8 +108,11 @@ class TransformerEncoderLayer(Module):
         if isinstance(activation, str):
             activation = _get_activation_fn(activation)
         # PyTorch: 1 for F.relu or a ReLU module, 2 for F.gelu or a GELU module
-        self.activation_relu_or_gelu = 1 if activation is F.relu or isinstance(activation, ReLU) else \
-            2 if activation is F.gelu or isinstance(activation, GELU) else 0
+        # (F's functions are dispatching wrappers once a Tensor subclass with __torch_function__ is defined: the
+        # default argument is the function the class body saw)
+        op = getattr(activation, "__wrapped_op__", activation)
+        self.activation_relu_or_gelu = 1 if op is _op(F.relu) or isinstance(activation, ReLU) else \
+            2 if op is _op(F.gelu) or isinstance(activation, GELU) else 0
         self.activation = activation
 
     def __setstate__(self, state):
