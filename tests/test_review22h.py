@@ -27,3 +27,52 @@ def test_full_of_negative_zero_keeps_its_sign(device, dtype):
         assert np.all(np.signbit(a)) and np.all(a == 0)
         assert t.reciprocal().cpu().numpy().tolist() == [-math.inf] * 3
     assert not np.any(np.signbit(torch.full((3,), 0.0, dtype=dt, device=device).cpu().numpy()))
+
+
+def _index_after_a_step(device: str, compiled: bool) -> list:
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(5, 6).to(device)
+    lin = torch.nn.Linear(6, 3).to(device)
+    opt1 = torch.optim.SGD(lin.parameters(), lr=0.05, momentum=0.9)
+    opt2 = torch.optim.Adam(emb.parameters(), lr=0.01)
+
+    def step(idx, y):
+        loss = torch.nn.functional.cross_entropy(lin(emb(idx)), y)
+        opt1.zero_grad()
+        opt2.zero_grad()
+        loss.backward()
+        opt1.step()
+        row = emb.weight[idx.sum() % 7]  # (a 0-d index: its value read on the host, after opt1's writes)
+        opt2.step()
+        return loss.detach(), row.detach()
+    f = torch.compile(step) if compiled else step
+    g = torch.Generator().manual_seed(1)
+    out = []
+    for _ in range(6):
+        idx, y = torch.randint(0, 5, (8,), generator=g), torch.randint(0, 3, (8,), generator=g)
+        try:
+            loss, row = f(idx.to(device), y.to(device))
+            out.append([loss.cpu().numpy(), row.cpu().numpy()])
+        except IndexError as e:
+            out.append([str(e)])
+        out.append([p.detach().cpu().numpy().copy() for p in (*lin.parameters(), emb.weight)])
+    return out
+
+
+def test_a_host_read_index_after_the_steps_writes_runs_eagerly_when_it_changes(device):
+    """A step indexing a weight with a 0-d tensor computed from its arguments (``emb.weight[idx.sum() % 7]``) after
+    an optimizer step: eager reads the index on the host and raises IndexError only where it is out of range.
+    Compiled on opencl before the fix: the embedding's device-side index check kept the index read from moving to
+    the replay's start, so a call whose index differed from the capture's raised coretorch.compile's RuntimeError (a
+    value read after persistent state was written) where eager returns; now the check also runs at the start (the
+    call runs eagerly when it differs) and stays at its place, whose read reports a device-side check as eager's."""
+    want, got = _index_after_a_step(device, False), _index_after_a_step(device, True)
+    assert sum(len(w) == 1 for w in want) == 2  # (two calls out of range: the test's premise)
+    tol = {"rtol": 0, "atol": 0} if device == "cpu" else {"rtol": 1e-5, "atol": 1e-6}
+    for w, o in zip(want, got):
+        assert len(w) == len(o)
+        for a, b in zip(w, o):
+            if isinstance(a, str):
+                assert a == b
+            else:
+                np.testing.assert_allclose(b, a, **tol)
