@@ -76,3 +76,57 @@ def test_a_host_read_index_after_the_steps_writes_runs_eagerly_when_it_changes(d
                 assert a == b
             else:
                 np.testing.assert_allclose(b, a, **tol)
+
+
+class _IndexedRow(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb, self.lin = torch.nn.Embedding(5, 6), torch.nn.Linear(6, 3)
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, idx):
+        h = self.emb(idx)
+        self.calls.add_(1)
+        return self.lin(h) + self.emb.weight[idx.sum() % 7].sum()
+
+
+def _indexed_row_run(device: str, compiled: bool) -> list:
+    torch.manual_seed(0)
+    m = _IndexedRow().to(device)
+    f = torch.compile(m) if compiled else m
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    g = torch.Generator().manual_seed(1)
+    out = []
+    for _ in range(8):
+        idx = torch.randint(0, 5, (8,), generator=g)
+        try:
+            loss = f(idx.to(device)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            out.append(loss.item())
+        except IndexError as e:
+            out.append(str(e))
+        out.append([m.calls.item(), *[p.detach().cpu().numpy().copy() for p in m.parameters()]])
+    return out
+
+
+def test_a_compiled_modules_host_read_index_after_a_buffer_write(device):
+    """The same in a compiled module's forward: ``self.calls.add_(1)`` then ``self.emb.weight[idx.sum() % 7]``.
+    Eager raises IndexError where the index is out of range and returns otherwise; compiled on opencl before the
+    fix, every call after the first whose index differed raised coretorch.compile's RuntimeError (the forward's
+    check was not moved across the embedding's device-side check); now it runs eagerly, as eager."""
+    want, got = _indexed_row_run(device, False), _indexed_row_run(device, True)
+    assert 0 < sum(isinstance(w, str) for w in want) < 6  # (the test's premise)
+    tol = {"rtol": 0, "atol": 0} if device == "cpu" else {"rtol": 1e-5, "atol": 1e-6}
+    for w, o in zip(want, got):
+        if isinstance(w, (str, float)):
+            assert type(o) is type(w)
+            if isinstance(w, str):
+                assert o == w
+            else:
+                np.testing.assert_allclose(o, w, **tol)
+        else:
+            assert w[0] == o[0]
+            for a, b in zip(w[1:], o[1:]):
+                np.testing.assert_allclose(b, a, **tol)

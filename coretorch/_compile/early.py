@@ -144,14 +144,16 @@ def _persistent(rec: Recorder) -> set:
     return out
 
 
-def hoist(rec: Recorder, hi: int | None = None) -> None:
+def hoist(rec: Recorder, hi: int | None = None) -> int:
     """Move the checks of ``rec.lines[:hi]`` that fail only after a write, with the launches they read, to its
-    start where nothing before them writes what they read (``rec.info`` follows the lines)."""
+    start where nothing before them writes what they read (``rec.info`` follows the lines); returns how many lines
+    it added before ``hi`` (a check after a launch recording a device-side check runs at the start and at its
+    place)."""
     lines, info = rec.lines, rec.info
     hi = len(lines) if hi is None else hi
     checks = [k for k in range(hi) if lines[k].startswith("if ") and _CHECK.match(lines[k])]
     if not checks:
-        return
+        return 0
     first = next((i for i in range(hi) if i in info and info[i][0] in _REPORTING), hi)
     defs: dict[str, int] = {}
     for i in range(hi):
@@ -181,7 +183,7 @@ def hoist(rec: Recorder, hi: int | None = None) -> None:
                 moved |= found[0]
                 copies.append(early)
     if not moved:
-        return
+        return 0
     # a device-side check that failed before the call and is still pending would be reported by the moved reads,
     # before the step's writes (eager's first read in the step reports it after them): then the call runs eagerly
     # (among the checks a replay runs first: the lines keep their places, ``split`` of a module's forward too)
@@ -192,6 +194,7 @@ def hoist(rec: Recorder, hi: int | None = None) -> None:
     at = len(moved)
     rec.lines[:] = [lines[i] for i in sorted(moved)] + copies + [lines[i] for i in order[at + len(copies):]]
     rec.info = {new[i]: v for i, v in info.items()}
+    return len(copies)
 
 
 def _tables_of(kernels: set) -> list:
