@@ -144,16 +144,17 @@ def _persistent(rec: Recorder) -> set:
     return out
 
 
-def hoist(rec: Recorder, hi: int | None = None) -> None:
+def hoist(rec: Recorder, hi: int | None = None) -> int:
     """Move the checks of ``rec.lines[:hi]`` that fail only after a write, with the launches they read, to its
-    start where nothing before them writes what they read (``rec.info`` follows the lines)."""
+    start where nothing before them writes what they read (``rec.info`` follows the lines); returns how many lines
+    it added before ``hi`` (a check after a launch recording a device-side check runs at the start and at its
+    place)."""
     lines, info = rec.lines, rec.info
     hi = len(lines) if hi is None else hi
     checks = [k for k in range(hi) if lines[k].startswith("if ") and _CHECK.match(lines[k])]
-    first = next((i for i in range(hi) if i in info and info[i][0] in _REPORTING), hi)
-    checks = [k for k in checks if k < first]
     if not checks:
-        return
+        return 0
+    first = next((i for i in range(hi) if i in info and info[i][0] in _REPORTING), hi)
     defs: dict[str, int] = {}
     for i in range(hi):
         ln = lines[i]
@@ -161,6 +162,7 @@ def hoist(rec: Recorder, hi: int | None = None) -> None:
             for v in _VAR.findall(ln.split(" = ", 1)[0]):
                 defs[v] = -1 if v in defs else i  # (bound twice: not one array's variable)
     moved: set[int] = set()
+    copies: list[str] = []  # checks moved across a launch that records a device-side check: copied (see below)
     scan = _scan(rec, hi)
     persistent: set | None = None
     for k in checks:
@@ -170,19 +172,29 @@ def hoist(rec: Recorder, hi: int | None = None) -> None:
         if persistent is None:
             persistent = _persistent(rec)
         if _untouched(rec, k, found[0], found[1], persistent, scan):
-            moved |= found[0] | {k}
-            lines[k] = lines[k][:lines[k].rindex("raise ")] + "raise MISMATCH(False)"
+            early = lines[k][:lines[k].rindex("raise ")] + "raise MISMATCH(False)"
+            if k < first:
+                moved |= found[0] | {k}
+                lines[k] = early
+            elif not any(i in info and info[i][0] in _REPORTING for i in found[0]):
+                # after a launch that records a device-side check: the check runs at the start too (a value that
+                # differs runs the call eagerly, before anything is written) and stays at its place, whose host
+                # read reports a failed device-side check where eager's read reports it
+                moved |= found[0]
+                copies.append(early)
     if not moved:
-        return
+        return 0
     # a device-side check that failed before the call and is still pending would be reported by the moved reads,
     # before the step's writes (eager's first read in the step reports it after them): then the call runs eagerly
     # (among the checks a replay runs first: the lines keep their places, ``split`` of a module's forward too)
     rec.checks += [f"if {rec.const(t)}.check_pending(): raise MISMATCH(False)"
                    for t in _tables_of({id(v[1]) for v in info.values()})]
-    order = sorted(moved) + [i for i in range(len(lines)) if i not in moved]
-    new = {old: i for i, old in enumerate(order)}
-    rec.lines[:] = [lines[i] for i in order]
+    order = sorted(moved) + [-1] * len(copies) + [i for i in range(len(lines)) if i not in moved]
+    new = {old: i for i, old in enumerate(order) if old >= 0}
+    at = len(moved)
+    rec.lines[:] = [lines[i] for i in sorted(moved)] + copies + [lines[i] for i in order[at + len(copies):]]
     rec.info = {new[i]: v for i, v in info.items()}
+    return len(copies)
 
 
 def _tables_of(kernels: set) -> list:

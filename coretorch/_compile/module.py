@@ -556,7 +556,7 @@ class ModuleCapture:
         # (the forward returns the arrays of the pieces' bases after its outputs)
         entry.fp = _dynfloat.fingerprint(rec, f"{out_vars + hidden_vars} {bw_src}")
         entry.branches = any(ln.endswith("MISMATCH(False, False, True)") for ln in rec.pro)
-        entry.forward, entry.backward = build_parts(rec, split, out_vars + hidden_vars, bw_src, host_fusion)
+        entry.forward, entry.backward, split = build_parts(rec, split, out_vars + hidden_vars, bw_src, host_fusion)
         entry.planned = rec.planned
         if bw_src is not None:
             idx = [t for t in targets if isinstance(t, int)]

@@ -129,10 +129,10 @@ def backward_numbers(rec: Recorder, split: int) -> list[str]:
 
 
 def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | None,
-                host_fusion: bool | None = None) -> tuple[Callable, Any]:
+                host_fusion: bool | None = None) -> tuple[Callable, Any, int]:
     """A module's forward ``f(A) -> (output arrays, ctx)`` and backward ``b(ctx, G) -> gradient arrays`` (None
-    without a backward), the lines before and after ``split``."""
-    _early.hoist(rec, split)  # (the forward's: a check of the backward raises whatever it finds)
+    without a backward), the lines before and after ``split``; and the forward's end now (hoisting may add lines)."""
+    split += _early.hoist(rec, split)  # (the forward's: a check of the backward raises whatever it finds)
     fusion.update_alias_checks(rec)
     if backends.fusing():
         rec.fused = fusion.fuse(rec, " ".join(out_vars) + " " + (bw_src or ""), split)
@@ -171,7 +171,7 @@ def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | No
         fw_fn = _lower.Lowering(fw_fn, fw_lines, rec, _GLOBALS)
         if bw_fn is not None:
             bw_fn = _lower.Lowering(bw_fn, bw_lines, rec, _GLOBALS, params="ctx, G")
-    return fw_fn, bw_fn
+    return fw_fn, bw_fn, split
 
 
 def process_state(objs: list | tuple = ()) -> tuple:

@@ -5,6 +5,7 @@ vectorised numpy call, never a Python loop over elements.
 """
 from __future__ import annotations
 
+import math
 import platform
 
 import numpy as np
@@ -409,7 +410,7 @@ def _strides(x):
 
 
 def _full(shape, v, dt):
-    if v == 0:
+    if v == 0 and not (v.__class__ is float and math.copysign(1.0, v) < 0):  # (-0.0 keeps its sign, as PyTorch's)
         return np.zeros(shape, dt)
     r = np.empty(shape, dt)  # np.full's Python layer does the same two steps
     r.fill(v)
