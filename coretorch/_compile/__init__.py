@@ -244,11 +244,7 @@ class CompiledFunction:
         if entry is None:
             if not _stance.on_capture(self._orig_fn, len(self._cache), self._delayed):
                 return self._orig_fn(*args, **kwargs)
-            limit = recompile_limit_of(self._recompile_limit)
-            if len(self._cache) >= limit:
-                _logs.limit_reached(getattr(self._orig_fn, "__name__", "fn"), limit, self._fullgraph,
-                                    not self._warned, k, self._cache, _logs.FUNCTION_PARTS)
-                self._warned = True
+            if self._at_limit(k):
                 return self._orig_fn(*args, **kwargs)
             if pos is None:
                 pos = self._floats(args, kwargs, lv)
@@ -287,29 +283,31 @@ class CompiledFunction:
         appended = self._appended(args, kwargs)
         return _dynfloat.positions(args, kwargs, lambda a: len(_guards.leaves((a,), {}, appended)))
 
+    def _at_limit(self, k) -> bool:
+        """Whether ``recompile_limit`` captures were made (warned once, as PyTorch's)."""
+        limit = recompile_limit_of(self._recompile_limit)
+        if len(self._cache) < limit:
+            return False
+        _logs.limit_reached(getattr(self._orig_fn, "__name__", "fn"), limit, self._fullgraph, not self._warned, k,
+                            self._cache, _logs.FUNCTION_PARTS)
+        self._warned = True
+        return True
+
+    def _replayed(self, entry, lv: list) -> Any:
+        out = entry.replay(lv)
+        self.replays += 1
+        return out
+
     def _dyn_call(self, alts: list, k, mk, pos: tuple, args: tuple, kwargs: dict, lv: list, st: tuple) -> Any:
         """A call served by the Sym captures ``alts`` of its masked key ``mk`` (dynways.py): where none takes this
         call's way, it is captured (PyTorch compiles a graph for each outcome of its guards), up to
         ``recompile_limit``."""
-        try:
-            out = _dynways.serve(alts, lambda e: e.replay(lv))
-        except Mismatch as e:
-            unsafe = e.unsafe
-        else:
-            if not _dynways.no_way(out):
-                self.replays += 1
-                return out
-            limit = recompile_limit_of(self._recompile_limit)
-            if len(self._cache) >= limit:
-                _logs.limit_reached(getattr(self._orig_fn, "__name__", "fn"), limit, self._fullgraph,
-                                    not self._warned, k, self._cache, _logs.FUNCTION_PARTS)
-                self._warned = True
-            elif _stance.on_capture(self._orig_fn, len(self._cache), self._delayed):
+        def on_miss() -> Any:
+            if not self._at_limit(k) and _stance.on_capture(self._orig_fn, len(self._cache), self._delayed):
                 return self._capture_dyn(k, mk, pos, args, kwargs, lv, st)
             return self._orig_fn(*args, **kwargs)
-        if unsafe:  # (out of the except block: eager's own exception is not chained to the Mismatch)
-            raise _unsafe()
-        return self._orig_fn(*args, **kwargs)
+        return _dynways.call(alts, lambda e: self._replayed(e, lv), on_miss, lambda: self._orig_fn(*args, **kwargs),
+                             _unsafe)
 
     def _capture_dyn(self, k, mk, pos: tuple, args: tuple, kwargs: dict, lv: list, st: tuple) -> Any:
         """Capture with the float arguments at ``pos`` as Syms, kept by dynways.settle."""

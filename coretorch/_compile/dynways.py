@@ -25,9 +25,21 @@ def serve(alts: list, run: Callable[[Any], Any]) -> Any:
     return _NO_WAY
 
 
-def no_way(result: Any) -> bool:
-    """Whether :func:`serve` found no capture of this call's way."""
-    return result is _NO_WAY
+def call(alts: list, run: Callable[[Any], Any], on_miss: Callable[[], Any], eager: Callable[[], Any],
+         unsafe: Callable[[], Exception]) -> Any:
+    """A call of a compiled function or module served by :func:`serve`; ``on_miss()`` where no capture took its way
+    (a capture of that way, or the eager call past the limit), ``eager()`` where a replay found another mismatch
+    before writing anything, ``unsafe()`` raised where it found one after."""
+    try:
+        out = serve(alts, run)
+    except Mismatch as e:
+        failed = e.unsafe
+    else:
+        return on_miss() if out is _NO_WAY else out
+    # (out of the except block: the eager call's own exception is not chained to the Mismatch)
+    if failed:
+        raise unsafe()
+    return eager()
 
 
 def capture_way(fn: Any, cache: dict, alts: dict, k: Any, mk: Any, pos: tuple, live: Callable[[Any], bool],

@@ -386,19 +386,11 @@ class ModuleCapture:
 
     def _dyn_call(self, alts: list, key, pos: tuple, args: tuple, kwargs: dict, lv: list, st: tuple) -> Any:
         """A call served by the Sym capture of its way (see CompiledFunction._dyn_call)."""
-        try:
-            out = _dynways.serve(alts, lambda e: self._run(e, lv))
-        except Mismatch as e:
-            unsafe = e.unsafe
-        else:
-            if not _dynways.no_way(out):
-                return out
+        def on_miss() -> Any:
             if not self._at_limit(key) and _stance.on_capture(self.fn, len(self.cache), self.delayed):
                 return self._capture_dyn(key, _dynfloat.masked(key, lv, pos, 1), pos, args, kwargs, lv, st)
             return self.fn(*args, **kwargs)
-        if unsafe:
-            raise _unsafe()
-        return self.fn(*args, **kwargs)
+        return _dynways.call(alts, lambda e: self._run(e, lv), on_miss, lambda: self.fn(*args, **kwargs), _unsafe)
 
     def _capture_dyn(self, key, mk, pos: tuple, args: tuple, kwargs: dict, lv: list, st: tuple) -> Any:
         """Capture with the float arguments at ``pos`` as Syms, kept by dynways.settle."""

@@ -55,18 +55,24 @@ class ProdBackward1(_ReduceNode):
         return (where(gt(nz, 1), 0.0, r) if shortcut else r,)
 
 
+def _slices(shape: tuple, axes) -> tuple[tuple, tuple, int]:
+    """The reduced slices of ``shape`` over ``axes`` (None: all): (the permutation putting the kept dims first, the
+    kept sizes, the number of elements in a slice)."""
+    nd = len(shape)
+    ax = tuple(range(nd)) if axes is None else tuple(axes)
+    keep = tuple(d for d in range(nd) if d not in ax)
+    k = 1
+    for d in ax:
+        k *= shape[d]
+    return keep + ax, tuple(shape[d] for d in keep), k
+
+
 def _prod_others_graph(x: Tensor, axes) -> Tensor:
     """``_prod_others`` with differentiable ops, for a create_graph backward (PyTorch's prod_safe_zeros_backward: the
     exclusive products are cumprods, whose own backward gives the second derivative)."""
     from .statistics import cumprod  # (statistics imports this module)
     nd = x.ndim
-    ax = tuple(range(nd)) if axes is None else tuple(axes)
-    keep = tuple(d for d in range(nd) if d not in ax)
-    perm = keep + ax
-    lead = tuple(x.shape[d] for d in keep)
-    k = 1
-    for d in ax:
-        k *= x.shape[d]
+    perm, lead, k = _slices(tuple(x.shape), axes)
     flat = x.permute(perm).reshape(lead + (k,))
     ones = flat.new_ones(lead + (1,))
     last = len(lead)
@@ -81,13 +87,7 @@ def _prod_others(x: Tensor, axes):
     ends (cumprod of the slice shifted by a 1), with the backend's kernels, on x's device."""
     table, a = x._be, x._data
     nd = len(a.shape)
-    ax = tuple(range(nd)) if axes is None else tuple(axes)
-    keep = tuple(d for d in range(nd) if d not in ax)
-    perm = keep + ax
-    lead = tuple(a.shape[d] for d in keep)
-    k = 1
-    for d in ax:
-        k *= a.shape[d]
+    perm, lead, k = _slices(tuple(a.shape), axes)
     if k == 0:
         return _make(table.full(a.shape, 0, a.dtype), x.dtype, table)
     flat = table.view(table.contiguous(table.permute(a, perm)), lead + (k,))
