@@ -40,10 +40,11 @@ class _Encoder:
         self.ids: dict[int, str] = {}
         self.views: dict[tuple, list] = {}  # (device, data_ptr, dtype, shape, strides) -> [(tensor, name)]
         self.keep: list = []  # keep encoded objects alive so that their ids stay unique
-        self.names: list[str] = []  # the path of keys leading to the object being encoded
+        self.names: list[str] = []  # the path of keys leading to the object being encoded ("": none)
+        self.memo: dict[int, int] = {}  # id -> number of the objects saved through their reduce protocol
 
     def _new_name(self, obj, arr: np.ndarray) -> str:
-        base = ".".join(self.names) or "tensor"
+        base = ".".join([n for n in self.names if n]) or "tensor"
         name, k = base, 1
         while name in self.arrays or name == "__metadata__":  # (the safetensors header's own key)
             k += 1
@@ -163,10 +164,8 @@ class _Encoder:
             if isinstance(meta, dict):
                 out["_metadata"] = self.item(meta, "_metadata", f"{path}._metadata", depth)
             return out
-        raise TypeError(f"coretorch.save: cannot save {path[:200]} of type {type(obj).__module__}."
-                        f"{type(obj).__qualname__}; supported are tensors, numpy arrays and scalars, dicts "
-                        "(OrderedDict, Counter, defaultdict), lists, tuples, sets, bool/int/float/complex/str/bytes, "
-                        "None, dtypes, layouts and devices (coretorch never pickles)")
+        from ._serialization_objects import encode_object  # (a class, a function, a module, a user object)
+        return encode_object(self, obj, path, depth)
 
     def item(self, v, name: str, path: str, depth: int):
         self.names.append(name)

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from . import _serialization_errors as _errors
+from . import _serialization_objects as _objects
 from ._serialization_args import (add_safe_globals, check_load_args as _check_load_args,
                                   check_save_args as _check_save_args, clear_safe_globals, get_safe_globals,
                                   safe_globals)
@@ -211,8 +212,11 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
 
 # ---- reading ---------------------------------------------------------------------------------------
 class _Decoder:
-    def __init__(self, name: str, arrays: dict, map_location, checksums: bool = True):
+    def __init__(self, name: str, arrays: dict, map_location, checksums: bool = True, weights_only: bool = True):
         self.name = name
+        self.weights_only = weights_only  # whole objects: only allow-listed globals (._serialization_objects)
+        self.allowed: dict | None = None
+        self.memo: dict[int, Any] = {}
         self.checksums = checksums  # a plain safetensors file has no structure to check the tensors against
         self.arrays = arrays
         self.map_location = map_location
@@ -311,6 +315,8 @@ class _Decoder:
             if val not in ("strided", "sparse_coo"):
                 raise self.bad(f"unknown layout {val!r}")
             return getattr(coretorch, val)
+        if kind in ("global", "object", "ref"):
+            return _objects.decode_object(self, node, kind, depth)
         raise self.bad(f"unknown element {kind!r}")
 
     def checked(self, name, node) -> np.ndarray:
@@ -644,7 +650,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None 
                   else np.zeros(shape, dt) for k, (dt, shape, off, numel) in layout.items()}
     except (ValueError, MemoryError) as e:
         raise _corrupted(name, f"{type(e).__name__}: {e}") from None
-    dec = _Decoder(name, arrays, map_location, checksums=meta is not None)
+    dec = _Decoder(name, arrays, map_location, checksums=meta is not None,
+                   weights_only=_objects.default_weights_only(weights_only, pickle_module))
     obj = dec.decode(structure)
     extra = set(arrays) - dec.used
     if extra:

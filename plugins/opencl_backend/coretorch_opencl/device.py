@@ -251,8 +251,24 @@ class Device:
         self._dev_id = _binary_cache.device_id(cl, cldev)  # what a stored program binary depends on
         self.defines = (" -DCT_FP64" if self.fp64 else "") + (" -DCT_I64ATOM" if self.i64atomics else "")
         self.oom_retries = 0
+        self._lanes: int | None = None  # float_lanes, probed on first use
         self._chk = _Checks()  # the calling thread's device-side check state
         self._uploads: list = []  # host-to-device copies in flight (their events keep the host arrays alive)
+
+    @property
+    def float_lanes(self) -> int:
+        """The float vector width the device's compiler really targets: its preferred width, except for a CPU
+        preferring 16 (AVX-512) for which the compiler targets no AVX-512 (PoCL 6 compiles for a Zen 4 EPYC as
+        ``-target-cpu znver3``: 16-wide vectors are split in two, the blocked matmul's 24 accumulators spill, and every
+        call of a vector builtin warns that the ABI changes): 8 there.  Probed once per device by one small kernel
+        reading the compiler's ``__AVX512F__``."""
+        lanes = self._lanes
+        if lanes is None:
+            lanes = int(self.cldev.preferred_vector_width_float)
+            if self.is_cpu and lanes >= 16 and not _targets_avx512(self.ctx, self.queue):
+                lanes = 8
+            self._lanes = lanes
+        return lanes
 
     @property
     def check_pending(self) -> bool:
@@ -542,6 +558,30 @@ def _arg_dtypes(src: str, kname: str) -> list:
 
 
 _LAYOUTS: dict = {}
+
+
+# 1 where the compiler targets AVX-512 for the device (clang defines the target's feature macros in OpenCL C too)
+_PROBE = """__kernel void ct_probe(__global int *o) {
+#ifdef __AVX512F__
+  o[0] = 1;
+#else
+  o[0] = 0;
+#endif
+}
+"""
+
+
+def _targets_avx512(ctx, queue) -> bool:
+    """Whether the compiler targets AVX-512 for this CPU device (a probe that fails to build or run says no)."""
+    try:
+        prog = cl.Program(ctx, _PROBE).build()
+        buf = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, 4)
+        prog.ct_probe(queue, (1,), None, buf)
+        out = np.zeros(1, np.int32)
+        cl.enqueue_copy(queue, out, buf)
+    except (cl.Error, RuntimeError):
+        return False
+    return bool(out[0])
 
 
 def c_strides(shape, itemsize: int = 1) -> tuple:
