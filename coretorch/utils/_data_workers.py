@@ -88,6 +88,8 @@ class ExceptionWrapper:
         msg = f"Caught {self.exc_type.__name__} {self.where}.\nOriginal {self.exc_msg}"
         if self.exc_type is KeyError:
             msg = _KeyErrorMessage(msg)
+        elif getattr(self.exc_type, "message", None):  # (PyTorch: an exception type that takes message=)
+            raise self.exc_type(message=msg)
         try:
             exception = self.exc_type(msg)
         except Exception:  # an exception type whose constructor wants other arguments
@@ -207,17 +209,6 @@ def _worker_loop(iterable: bool, fetcher, index_queue, data_queue, done_event, b
 
 
 # ---- the main process --------------------------------------------------------------------------------------
-class _InfiniteConstantSampler:
-    """What an iterable dataset's workers are asked for: ``[None] * batch_size`` (or None), forever."""
-
-    def __init__(self, batch_size) -> None:
-        self.item = None if batch_size is None else [None] * batch_size
-
-    def __iter__(self):
-        while True:
-            yield self.item
-
-
 def warn_past_len(loader, n: int, length: int) -> None:
     """PyTorch's warning once a loader of an IterableDataset yields more batches than the dataset's len() that
     ``len(loader)`` had read when the iterator started (PyTorch compares the batches with the samples)."""
@@ -235,9 +226,7 @@ def warn_past_len(loader, n: int, length: int) -> None:
 def _iter_len(loader) -> int:
     """len() of a loader's iterator, PyTorch's ``len(index_sampler)``: an IterableDataset's sampler has none (and the
     dataset's own len() is not read: list(iter(loader)) asks for it)."""
-    if loader._iterable:
-        raise TypeError("object of type '_InfiniteConstantSampler' has no len()")
-    return len(loader)
+    return len(loader._index_sampler)
 
 
 class _SingleProcessDataLoaderIter:
@@ -252,6 +241,9 @@ class _SingleProcessDataLoaderIter:
 
     def __len__(self) -> int:
         return _iter_len(self._loader)
+
+    def __getstate__(self):
+        raise NotImplementedError("{} cannot be pickled", type(self).__name__)  # (PyTorch's message, as it is)
 
     def __next__(self):
         data = next(self._batches)
@@ -310,6 +302,9 @@ class _MultiProcessingDataLoaderIter:
 
     def __len__(self) -> int:
         return _iter_len(self._loader)
+
+    def __getstate__(self):
+        raise NotImplementedError("{} cannot be pickled", type(self).__name__)  # (PyTorch's message, as it is)
 
     def _reset(self, first: bool = False) -> None:
         self._sampler_iter = iter(self._index_sampler)

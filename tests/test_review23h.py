@@ -1,0 +1,197 @@
+"""Review 23h: torch.utils.data, second pass (PyTorch 2.13 is the spec): generic Dataset/Sampler classes, the
+DataLoader's samplers for an IterableDataset, the multiprocessing_context property, worker-count warnings per
+iterator, iterator pickling, worker exceptions that take ``message=``, TensorDataset without tensors."""
+from __future__ import annotations
+
+import pickle
+import warnings
+
+import pytest
+
+import coretorch as torch
+from coretorch.utils import data as D
+
+
+class _Range(D.Dataset):
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __getitem__(self, i):
+        return i
+
+    def __len__(self) -> int:
+        return self.n
+
+
+class _Iter(D.IterableDataset):
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __iter__(self):
+        info = D.get_worker_info()
+        if info is None:
+            return iter(range(self.n))
+        return iter(range(info.id, self.n, info.num_workers))
+
+
+def test_dataset_and_sampler_are_generic():
+    """PyTorch's Dataset, IterableDataset, Subset, ConcatDataset, StackDataset and Sampler are typing.Generic:
+    ``class MySampler(Sampler[int])`` and ``class MyData(Dataset[Tensor])`` are the documented idiom. Before:
+    TypeError("type 'Sampler' is not subscriptable") when the class statement ran."""
+    class Longest(D.Sampler[int]):
+        def __init__(self, data) -> None:
+            self.data = data
+
+        def __iter__(self):
+            return iter(sorted(range(len(self.data)), key=lambda i: -len(self.data[i])))
+
+        def __len__(self) -> int:
+            return len(self.data)
+
+    class Words(D.Dataset[str]):
+        def __init__(self) -> None:
+            self.words = ["a", "abc", "ab"]
+
+        def __getitem__(self, i):
+            return self.words[i]
+
+        def __len__(self) -> int:
+            return 3
+
+    class Batches(D.Sampler[list[int]]):
+        def __iter__(self):
+            return iter([[0, 2], [1]])
+
+    ds = Words()
+    assert list(D.DataLoader(ds, sampler=Longest(ds), batch_size=2)) == [["abc", "ab"], ["a"]]
+    assert list(D.DataLoader(ds, batch_sampler=Batches())) == [["a", "ab"], ["abc"]]
+    for cls in (D.IterableDataset, D.Subset, D.ConcatDataset, D.StackDataset):
+        assert cls[int].__origin__ is cls
+    with pytest.raises(TypeError):  # (as PyTorch: a concrete sampler is not generic)
+        D.SequentialSampler[int]
+
+
+def test_sampler_takes_no_constructor_arguments():
+    """PyTorch 2.13's Sampler has no __init__: Sampler(data_source) raises TypeError("Sampler() takes no
+    arguments"). Before: accepted and ignored."""
+    assert isinstance(D.Sampler(), D.Sampler)
+    with pytest.raises(TypeError, match="takes no arguments"):
+        D.Sampler(_Range(3))
+
+
+def test_tensor_dataset_without_tensors():
+    """PyTorch 2.13 builds TensorDataset() (its size check reads tensors[0] only per tensor): every sample is ()
+    and len() raises IndexError. Before: IndexError at construction."""
+    ds = D.TensorDataset()
+    assert ds.tensors == ()
+    assert ds[0] == ()
+    with pytest.raises(IndexError):
+        len(ds)
+    with pytest.raises(AssertionError, match="Size mismatch between tensors"):
+        D.TensorDataset(torch.zeros(2), torch.zeros(3))
+
+
+def test_iterable_dataset_loader_samplers():
+    """With an IterableDataset PyTorch's loader has sampler=_InfiniteConstantSampler() (None forever) and, when
+    batching, batch_sampler=BatchSampler(that sampler, batch_size, drop_last); len(iter(loader)) raises TypeError
+    naming the sampler. Before: sampler and batch_sampler were None."""
+    dl = D.DataLoader(_Iter(5), batch_size=2, drop_last=True)
+    assert type(dl.sampler).__name__ == "_InfiniteConstantSampler"
+    assert isinstance(dl.sampler, D.Sampler)
+    assert isinstance(dl.batch_sampler, D.BatchSampler)
+    assert dl.batch_sampler.sampler is dl.sampler
+    assert (dl.batch_sampler.batch_size, dl.batch_sampler.drop_last) == (2, True)
+    it = iter(dl.sampler)
+    assert [next(it) for _ in range(3)] == [None, None, None]
+    assert [b.tolist() for b in dl] == [[0, 1], [2, 3]]
+    with pytest.raises(TypeError, match="_InfiniteConstantSampler"):
+        len(iter(dl))
+    unbatched = D.DataLoader(_Iter(3), batch_size=None)
+    assert type(unbatched.sampler).__name__ == "_InfiniteConstantSampler"
+    assert unbatched.batch_sampler is None
+    assert list(unbatched) == [0, 1, 2]
+
+
+def test_iterable_dataset_workers_through_the_batch_sampler():
+    """Workers of an IterableDataset loader are sent the batch sampler's [None] * batch_size (PyTorch's index
+    sampler); each worker keeps its last partial batch unless drop_last. Checks the structure after the loader's
+    sampler change above."""
+    got = [b.tolist() for b in D.DataLoader(_Iter(7), batch_size=2, num_workers=2, timeout=30)]
+    assert got == [[0, 2], [1, 3], [4, 6], [5]]
+    got = [b.tolist() for b in D.DataLoader(_Iter(7), batch_size=2, num_workers=2, drop_last=True, timeout=30)]
+    assert got == [[0, 2], [1, 3], [4, 6]]
+    assert list(D.DataLoader(_Iter(5), batch_size=None, num_workers=2, timeout=30)) == [0, 1, 2, 3, 4]
+
+
+def test_multiprocessing_context_is_checked_on_assignment():
+    """PyTorch's multiprocessing_context is a property: assigning a start method's name stores its context, and
+    assigning one to a loader without workers raises ValueError. Before: a plain attribute (the string stayed a
+    string; the check ran only in __init__)."""
+    dl = D.DataLoader(_Range(3), num_workers=1)
+    assert dl.multiprocessing_context is None
+    dl.multiprocessing_context = "spawn"
+    assert dl.multiprocessing_context.get_start_method() == "spawn"
+    with pytest.raises(ValueError, match="should specify a valid start method"):
+        dl.multiprocessing_context = "nope"
+    with pytest.raises(TypeError, match="should be a valid context object"):
+        dl.multiprocessing_context = 3
+    single = D.DataLoader(_Range(3))
+    with pytest.raises(ValueError, match=r"can only be used with multi-process loading \(num_workers > 0\), but got "
+                                         r"num_workers=0"):
+        single.multiprocessing_context = "fork"
+    single.multiprocessing_context = None
+    assert single.multiprocessing_context is None
+
+
+def test_worker_number_warning_for_each_new_set_of_workers(monkeypatch):
+    """PyTorch's check_worker_number_rationality() is public and runs in __init__ and again each time an iterator
+    starts workers (two warnings for one epoch with too many workers). Before: a private method, run only in
+    __init__."""
+    import os
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        dl = D.DataLoader(_Range(2), num_workers=2, timeout=30)
+        assert len(w) == 1
+        assert [x.item() for x in dl] == [0, 1]
+    msgs = [str(x.message) for x in w]
+    assert len(msgs) == 2 and all("will create 2 worker processes in total" in m for m in msgs)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        dl.check_worker_number_rationality()
+    assert len(w) == 1
+
+
+@pytest.mark.parametrize("num_workers", [0, 1])
+def test_loader_iterators_cannot_be_pickled(num_workers):
+    """PyTorch's loader iterators raise NotImplementedError('{} cannot be pickled', <class name>) from
+    __getstate__. Before: TypeError (cannot pickle 'generator') without workers, RuntimeError (Queue objects ...)
+    with them."""
+    it = iter(D.DataLoader(_Range(3), num_workers=num_workers, timeout=30 if num_workers else 0))
+    with pytest.raises(NotImplementedError, match="cannot be pickled"):
+        pickle.dumps(it)
+    assert [x.item() for x in it] == [0, 1, 2]
+
+
+class _MessageError(Exception):
+    """An exception type constructed with ``message=`` (as some libraries' are)."""
+    message = "default"
+
+    def __init__(self, *, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class _RaisesMessageError(_Range):
+    def __getitem__(self, i):
+        raise _MessageError(message="bad sample")
+
+
+def test_worker_exception_taking_message_keyword_keeps_its_type():
+    """PyTorch's ExceptionWrapper.reraise builds an exception type that has a ``message`` attribute with
+    ``message=msg`` (its type is kept, with the worker's traceback). Before: the positional call failed and a
+    RuntimeError came instead."""
+    with pytest.raises(_MessageError) as info:
+        list(D.DataLoader(_RaisesMessageError(2), num_workers=1, timeout=30))
+    assert "Caught _MessageError in DataLoader worker process 0" in info.value.message
+    assert "bad sample" in info.value.message
