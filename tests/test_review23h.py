@@ -195,3 +195,50 @@ def test_worker_exception_taking_message_keyword_keeps_its_type():
         list(D.DataLoader(_RaisesMessageError(2), num_workers=1, timeout=30))
     assert "Caught _MessageError in DataLoader worker process 0" in info.value.message
     assert "bad sample" in info.value.message
+
+
+class _FailsAt1(_Range):
+    def __getitem__(self, i):
+        if i == 1:
+            raise ValueError("bad sample 1")
+        return i
+
+
+@pytest.mark.parametrize("batch_size", [None, 1])
+def test_single_process_iterator_continues_after_an_error(batch_size):
+    """PyTorch's single-process iterator fetches each batch in __next__: after a batch raises, the next call
+    goes on with the following batches (the skip-a-bad-sample idiom). Before: the batches came from a generator,
+    which ended at the exception: the rest of the epoch was silently lost (StopIteration)."""
+    it = iter(D.DataLoader(_FailsAt1(4), batch_size=batch_size))
+    first = next(it)
+    with pytest.raises(ValueError, match="bad sample 1"):
+        next(it)
+    rest = [int(x) for x in it]
+    assert (int(first), rest) == (0, [2, 3])
+
+
+def test_iterable_loader_continues_after_a_collate_error():
+    """PyTorch: an exception from collate_fn ends only that batch of an IterableDataset loader; the dataset's
+    iterator goes on. Before: the loader's generator ended (the remaining batches silently lost)."""
+    def collate(batch):
+        if batch == [2, 3]:
+            raise RuntimeError("collate failed")
+        return batch
+    it = iter(D.DataLoader(_Iter(5), batch_size=2, collate_fn=collate))
+    assert next(it) == [0, 1]
+    with pytest.raises(RuntimeError, match="collate failed"):
+        next(it)
+    assert list(it) == [[4]]
+
+
+def test_tensor_dataset_batch_sampler_yielding_tensors_and_arrays():
+    """A batch sampler may yield index tensors, tuples or numpy arrays; PyTorch indexes the TensorDataset with
+    each element. Before: the batched gather copy-constructed the index with tensor() (a UserWarning, an error under
+    -W error) for a tensor index."""
+    import numpy as np
+    ds = D.TensorDataset(torch.arange(6.0), torch.arange(6))
+    batches = [torch.tensor([0, 2]), (1, 3), np.array([4, 5])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = [(x.tolist(), y.tolist()) for x, y in D.DataLoader(ds, batch_sampler=batches)]
+    assert got == [([0.0, 2.0], [0, 2]), ([1.0, 3.0], [1, 3]), ([4.0, 5.0], [4, 5])]

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ops.creation import manual_seed, tensor
+from ..ops.creation import as_tensor, manual_seed
 
 __all__ = ["WorkerInfo", "get_worker_info"]
 
@@ -114,7 +114,7 @@ class _MapFetcher:
             return self.collate_fn(ds[index])
         if self.fast:
             # one gather per tensor: the batch default_collate would stack, without the Python loop
-            idx = tensor(index, device=ds.tensors[0].device)
+            idx = as_tensor(index, device=ds.tensors[0].device)  # (a list, or a batch sampler's tensor or array)
             return [t[idx] if t.device == idx.device else t[idx.to(t.device)] for t in ds.tensors]  # (collate's list)
         getitems = getattr(ds, "__getitems__", None)
         data = getitems(index) if getitems is not None else [ds[i] for i in index]
@@ -232,8 +232,10 @@ def _iter_len(loader) -> int:
 class _SingleProcessDataLoaderIter:
     """The iterator of a DataLoader without workers, as PyTorch's: ``len()`` is the loader's."""
 
-    def __init__(self, loader, batches) -> None:
-        self._loader, self._batches, self._num_yielded = loader, batches, 0
+    def __init__(self, loader, sampler_iter, fetcher) -> None:
+        # the batches are fetched in __next__ (not by a generator): an exception from one batch leaves the
+        # iterator usable for the next ones, as PyTorch's (a generator would end at the first exception)
+        self._loader, self._sampler_iter, self._fetcher, self._num_yielded = loader, sampler_iter, fetcher, 0
         self._len_called = loader._len_called  # (as PyTorch: read when the iterator starts)
 
     def __iter__(self):
@@ -246,7 +248,7 @@ class _SingleProcessDataLoaderIter:
         raise NotImplementedError("{} cannot be pickled", type(self).__name__)  # (PyTorch's message, as it is)
 
     def __next__(self):
-        data = next(self._batches)
+        data = self._fetcher.fetch(next(self._sampler_iter))
         self._num_yielded += 1
         if self._len_called is not None:
             warn_past_len(self._loader, self._num_yielded, self._len_called)

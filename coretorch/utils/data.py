@@ -551,12 +551,7 @@ class DataLoader:
         # PyTorch's iterators all draw the workers' base seed, the single-process one too (and discard it there):
         # so the loader's generator, or the global one, advances alike with and without workers
         self._base_seed()
-        if self._iterable:
-            return _SingleProcessDataLoaderIter(self, self._iter_iterable())
-        fetch = self._fetcher().fetch
-        if self._auto_collation:
-            return _SingleProcessDataLoaderIter(self, (fetch(list(b)) for b in self.batch_sampler))
-        return _SingleProcessDataLoaderIter(self, (fetch(i) for i in self.sampler))
+        return _SingleProcessDataLoaderIter(self, iter(self._index_sampler), self._fetcher())
 
     def _pin_memory_warnings(self) -> None:
         """PyTorch's warnings for pin_memory=True (pinning itself is a no-op here: the opencl backend copies from
@@ -580,20 +575,6 @@ class DataLoader:
     def _worker_iter(self) -> _MultiProcessingDataLoaderIter:
         self.check_worker_number_rationality()  # (PyTorch warns again for each new set of workers)
         return _MultiProcessingDataLoaderIter(self, self._index_sampler, self._fetcher(), self._base_seed())
-
-    def _iter_iterable(self):
-        if self.batch_size is None:
-            for sample in self.dataset:
-                yield self.collate_fn(sample)
-            return
-        batch = []
-        for sample in self.dataset:
-            batch.append(sample)
-            if len(batch) == self.batch_size:
-                yield self.collate_fn(batch)
-                batch = []
-        if batch and not self.drop_last:
-            yield self.collate_fn(batch)
 
 
 class _InfiniteConstantSampler(Sampler):
