@@ -231,14 +231,16 @@ def test_iterable_loader_continues_after_a_collate_error():
     assert list(it) == [[4]]
 
 
-def test_tensor_dataset_batch_sampler_yielding_tensors_and_arrays():
+@pytest.mark.parametrize("num_workers", [0, 1])
+def test_tensor_dataset_batch_sampler_yielding_tensors_and_arrays(num_workers):
     """A batch sampler may yield index tensors, tuples or numpy arrays; PyTorch indexes the TensorDataset with
-    each element. Before: the batched gather copy-constructed the index with tensor() (a UserWarning, an error under
-    -W error) for a tensor index."""
+    each element, without a warning. Before: with workers, the batched gather copy-constructed a tensor index with
+    tensor() (a UserWarning; an error under -W error)."""
     import numpy as np
     ds = D.TensorDataset(torch.arange(6.0), torch.arange(6))
     batches = [torch.tensor([0, 2]), (1, 3), np.array([4, 5])]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        got = [(x.tolist(), y.tolist()) for x, y in D.DataLoader(ds, batch_sampler=batches)]
+        loader = D.DataLoader(ds, batch_sampler=batches, num_workers=num_workers, timeout=30 if num_workers else 0)
+        got = [(x.tolist(), y.tolist()) for x, y in loader]
     assert got == [([0.0, 2.0], [0, 2]), ([1.0, 3.0], [1, 3]), ([4.0, 5.0], [4, 5])]
