@@ -244,3 +244,21 @@ def test_tensor_dataset_batch_sampler_yielding_tensors_and_arrays(num_workers):
         loader = D.DataLoader(ds, batch_sampler=batches, num_workers=num_workers, timeout=30 if num_workers else 0)
         got = [(x.tolist(), y.tolist()) for x, y in loader]
     assert got == [([0.0, 2.0], [0, 2]), ([1.0, 3.0], [1, 3]), ([4.0, 5.0], [4, 5])]
+
+
+class _Threads(_Range):
+    def __getitem__(self, i):
+        return torch.get_num_threads()
+
+
+def test_workers_use_one_thread():
+    """PyTorch's worker loop calls torch.set_num_threads(1) first: get_num_threads() is 1 in every worker (N
+    workers do not each start a full BLAS pool) and the main process keeps its own setting. Before: the workers
+    kept the main process's thread count."""
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert list(D.DataLoader(_Threads(2), batch_size=None, num_workers=2, timeout=30)) == [1, 1]
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

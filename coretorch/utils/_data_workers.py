@@ -1,6 +1,7 @@
 """DataLoader worker processes (``num_workers > 0``), as PyTorch's ``_MultiProcessingDataLoaderIter``.
 
-Each worker gets the dataset (inherited under fork, pickled under spawn), seeds Python's ``random`` and coretorch
+Each worker gets the dataset (inherited under fork, pickled under spawn), uses one BLAS thread
+(``set_num_threads(1)``, as PyTorch's), seeds Python's ``random`` and coretorch
 with ``base_seed + worker_id`` and numpy's global generator with PyTorch's ``_generate_state`` (numpy's
 ``SeedSequence`` over the worker id and the two halves of the base seed), sets
 ``get_worker_info()``, runs ``worker_init_fn(worker_id)``, then fetches and collates the batches whose indices the
@@ -160,6 +161,8 @@ def _worker_loop(iterable: bool, fetcher, index_queue, data_queue, done_event, b
                  worker_id: int, num_workers: int, parent_pid: int) -> None:
     global _worker_info
     try:
+        from .._compat import set_num_threads
+        set_num_threads(1)  # (as PyTorch's workers: one BLAS thread each, so that N workers do not oversubscribe)
         seed = base_seed + worker_id
         _seed_worker(seed, base_seed, worker_id)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=fetcher.dataset)
