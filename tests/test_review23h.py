@@ -262,3 +262,31 @@ def test_workers_use_one_thread():
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_dataloader_module_names_and_iterator_base_class():
+    """PyTorch's torch.utils.data.dataloader has the iterator classes (_BaseDataLoaderIter, the base of both),
+    _InfiniteConstantSampler, _DatasetKind (also in torch.utils.data.__all__; loader._dataset_kind is one of its
+    values) and the dataset/sampler classes it imports: libraries import them from there. Before: ImportError
+    for each, and the two iterators had no common base."""
+    from coretorch.utils.data.dataloader import (BatchSampler, Dataset, IterableDataset, RandomSampler, Sampler,
+                                                 SequentialSampler, _BaseDataLoaderIter, _DatasetKind,
+                                                 _InfiniteConstantSampler, _MultiProcessingDataLoaderIter,
+                                                 _SingleProcessDataLoaderIter)
+    assert (Dataset, IterableDataset, Sampler) == (D.Dataset, D.IterableDataset, D.Sampler)
+    assert (SequentialSampler, RandomSampler, BatchSampler) == (D.SequentialSampler, D.RandomSampler, D.BatchSampler)
+    assert "_DatasetKind" in D.__all__
+    single = iter(D.DataLoader(_Range(2)))
+    assert isinstance(single, _SingleProcessDataLoaderIter) and isinstance(single, _BaseDataLoaderIter)
+    multi = iter(D.DataLoader(_Range(2), num_workers=1, timeout=30))
+    assert isinstance(multi, _MultiProcessingDataLoaderIter) and isinstance(multi, _BaseDataLoaderIter)
+    assert [x.item() for x in multi] == [0, 1]
+    assert D.DataLoader(_Range(2))._dataset_kind == _DatasetKind.Map == 0
+    assert D.DataLoader(_Iter(2))._dataset_kind == _DatasetKind.Iterable == 1
+    assert isinstance(D.DataLoader(_Iter(2)).sampler, _InfiniteConstantSampler)
+    fetcher = _DatasetKind.create_fetcher(_DatasetKind.Map, _Range(5), True, D.default_collate, False)
+    assert fetcher.fetch([3, 1]).tolist() == [3, 1]
+    fetcher = _DatasetKind.create_fetcher(_DatasetKind.Iterable, _Iter(3), True, D.default_collate, True)
+    assert fetcher.fetch([None, None]).tolist() == [0, 1]
+    with pytest.raises(StopIteration):
+        fetcher.fetch([None, None])

@@ -226,13 +226,22 @@ def warn_past_len(loader, n: int, length: int) -> None:
     warnings.warn(msg, stacklevel=3)
 
 
-def _iter_len(loader) -> int:
-    """len() of a loader's iterator, PyTorch's ``len(index_sampler)``: an IterableDataset's sampler has none (and the
-    dataset's own len() is not read: list(iter(loader)) asks for it)."""
-    return len(loader._index_sampler)
+class _BaseDataLoaderIter:
+    """What both loader iterators are, as PyTorch's base class (scripts test ``isinstance`` with it): an iterator
+    whose len() is the index sampler's (an IterableDataset's has none: TypeError) and that refuses pickling."""
+    _loader: Any
+
+    def __iter__(self):
+        return self
+
+    def __len__(self) -> int:
+        return len(self._loader._index_sampler)
+
+    def __getstate__(self):
+        raise NotImplementedError("{} cannot be pickled", type(self).__name__)  # (PyTorch's message, as it is)
 
 
-class _SingleProcessDataLoaderIter:
+class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
     """The iterator of a DataLoader without workers, as PyTorch's: ``len()`` is the loader's."""
 
     def __init__(self, loader, sampler_iter, fetcher) -> None:
@@ -240,15 +249,6 @@ class _SingleProcessDataLoaderIter:
         # iterator usable for the next ones, as PyTorch's (a generator would end at the first exception)
         self._loader, self._sampler_iter, self._fetcher, self._num_yielded = loader, sampler_iter, fetcher, 0
         self._len_called = loader._len_called  # (as PyTorch: read when the iterator starts)
-
-    def __iter__(self):
-        return self
-
-    def __len__(self) -> int:
-        return _iter_len(self._loader)
-
-    def __getstate__(self):
-        raise NotImplementedError("{} cannot be pickled", type(self).__name__)  # (PyTorch's message, as it is)
 
     def __next__(self):
         data = self._fetcher.fetch(next(self._sampler_iter))
@@ -272,7 +272,7 @@ def _context(ctx):
     return ctx
 
 
-class _MultiProcessingDataLoaderIter:
+class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     """The iterator of a DataLoader with ``num_workers > 0``."""
 
     def __init__(self, loader, index_sampler, fetcher, base_seed: int) -> None:
@@ -301,15 +301,6 @@ class _MultiProcessingDataLoaderIter:
             self._index_queues.append(iq)
             self._workers.append(w)
         self._reset(first=True)
-
-    def __iter__(self):
-        return self
-
-    def __len__(self) -> int:
-        return _iter_len(self._loader)
-
-    def __getstate__(self):
-        raise NotImplementedError("{} cannot be pickled", type(self).__name__)  # (PyTorch's message, as it is)
 
     def _reset(self, first: bool = False) -> None:
         self._sampler_iter = iter(self._index_sampler)

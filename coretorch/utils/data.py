@@ -33,13 +33,14 @@ from .. import accelerator as _accelerator
 
 from . import _collate
 from ._collate import default_collate, default_convert
-from ._data_workers import (WorkerInfo, _context, _IterableFetcher, _MapFetcher,
+from ._data_workers import (WorkerInfo, _BaseDataLoaderIter, _context, _IterableFetcher, _MapFetcher,  # noqa: F401 (dataloader.*)
                             _MultiProcessingDataLoaderIter, _SingleProcessDataLoaderIter, get_worker_info)
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "StackDataset", "Subset",
            "random_split",
            "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
-           "BatchSampler", "DataLoader", "default_collate", "default_convert", "get_worker_info", "WorkerInfo"]
+           "BatchSampler", "DataLoader", "default_collate", "default_convert", "get_worker_info", "WorkerInfo",
+           "_DatasetKind"]
 
 
 _T_co = TypeVar("_T_co", covariant=True)
@@ -404,6 +405,19 @@ class BatchSampler(Sampler):
 
 
 # ---- loader ---------------------------------------------------------------------------------------
+class _DatasetKind:
+    """PyTorch's ``loader._dataset_kind`` values (scripts compare with them) and its fetcher factory."""
+    Map = 0
+    Iterable = 1
+
+    @staticmethod
+    def create_fetcher(kind: int, dataset, auto_collation: bool, collate_fn, drop_last: bool):
+        """The object that turns one index (or list of indices) into a batch."""
+        if kind == _DatasetKind.Map:
+            return _MapFetcher(dataset, auto_collation, collate_fn, False)
+        return _IterableFetcher(dataset, auto_collation, collate_fn, drop_last)
+
+
 class DataLoader:
     """Iterates over ``dataset`` in batches, as ``torch.utils.data.DataLoader``.
 
@@ -441,6 +455,7 @@ class DataLoader:
         self.worker_init_fn = worker_init_fn
         self.generator = generator
         self._iterable = isinstance(dataset, IterableDataset)
+        self._dataset_kind = _DatasetKind.Iterable if self._iterable else _DatasetKind.Map
         if self._iterable:
             if shuffle not in (None, False):
                 raise ValueError(f"DataLoader with IterableDataset: expected unspecified shuffle option, but got "
@@ -605,7 +620,11 @@ def _submodule(name: str, names: list[str], doc: str) -> None:
 _utils = types.ModuleType(f"{__name__}._utils", "torch.utils.data._utils: the collate module.")
 _utils.collate = sys.modules[f"{__name__}._utils.collate"] = _collate  # type: ignore[attr-defined]
 sys.modules[_utils.__name__] = _utils
-_submodule("dataloader", ["DataLoader", "default_collate", "default_convert", "get_worker_info", "WorkerInfo"],
+_submodule("dataloader", ["DataLoader", "default_collate", "default_convert", "get_worker_info", "WorkerInfo",
+                         # (what PyTorch's module imports or defines, and libraries import from it)
+                         "Dataset", "IterableDataset", "Sampler", "SequentialSampler", "RandomSampler", "BatchSampler",
+                         "_DatasetKind", "_InfiniteConstantSampler", "_BaseDataLoaderIter",
+                         "_SingleProcessDataLoaderIter", "_MultiProcessingDataLoaderIter"],
            "torch.utils.data.dataloader: DataLoader and the collate functions.")
 _submodule("dataset", ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "StackDataset",
                       "Subset", "random_split"],
