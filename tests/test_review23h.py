@@ -290,3 +290,24 @@ def test_dataloader_module_names_and_iterator_base_class():
     assert fetcher.fetch([None, None]).tolist() == [0, 1]
     with pytest.raises(StopIteration):
         fetcher.fetch([None, None])
+
+
+def test_tensor_dataset_collate_fn_assigned_after_init_is_used():
+    """PyTorch reads loader.collate_fn when an iterator starts: a collate_fn assigned after DataLoader(...) (it is
+    not a frozen attribute) collates the batches, as does a replaced default_collate_fn_map[Tensor]. Before: for a
+    TensorDataset the batched gather that stands for default_collate was chosen in __init__, so both were silently
+    ignored (the batches came back stacked)."""
+    from coretorch.utils.data._utils.collate import collate_tensor_fn, default_collate_fn_map
+    ds = D.TensorDataset(torch.arange(4.0))
+    dl = D.DataLoader(ds, batch_size=2)
+    dl.collate_fn = lambda batch: [tuple(float(t) for (t,) in batch)]
+    assert list(dl) == [[(0.0, 1.0)], [(2.0, 3.0)]]
+    dl = D.DataLoader(ds, batch_size=2, collate_fn=lambda batch: "custom")
+    dl.collate_fn = D.default_collate
+    assert [b[0].tolist() for b in dl] == [[0.0, 1.0], [2.0, 3.0]]
+    default_collate_fn_map[torch.Tensor] = lambda batch, *, collate_fn_map=None: len(batch)
+    try:
+        assert list(D.DataLoader(ds, batch_size=2)) == [[2], [2]]
+    finally:
+        default_collate_fn_map[torch.Tensor] = collate_tensor_fn
+    assert [b[0].tolist() for b in D.DataLoader(ds, batch_size=3)] == [[0.0, 1.0, 2.0], [3.0]]

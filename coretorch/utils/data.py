@@ -488,7 +488,6 @@ class DataLoader:
         self.sampler = sampler
         self.batch_sampler = batch_sampler
         self._auto_collation = batch_sampler is not None
-        self._default_collate = collate_fn is None
         if collate_fn is None:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
@@ -547,8 +546,11 @@ class DataLoader:
     def _fetcher(self):
         if self._iterable:
             return _IterableFetcher(self.dataset, self._auto_collation, self.collate_fn, self.drop_last)
-        return _MapFetcher(self.dataset, self._auto_collation, self.collate_fn,
-                           self._default_collate and type(self.dataset) is TensorDataset)
+        # the batched gather stands for default_collate only: checked when an iterator starts, since collate_fn
+        # may be assigned after __init__ and default_collate_fn_map[Tensor] replaced
+        fast = (self.collate_fn is default_collate and type(self.dataset) is TensorDataset
+                and _collate.default_collate_fn_map.get(_collate.Tensor) is _collate.collate_tensor_fn)
+        return _MapFetcher(self.dataset, self._auto_collation, self.collate_fn, fast)
 
     def __iter__(self):
         if self.pin_memory:
