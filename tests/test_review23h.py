@@ -311,3 +311,15 @@ def test_tensor_dataset_collate_fn_assigned_after_init_is_used():
     finally:
         default_collate_fn_map[torch.Tensor] = collate_tensor_fn
     assert [b[0].tolist() for b in D.DataLoader(ds, batch_size=3)] == [[0.0, 1.0, 2.0], [3.0]]
+
+
+def test_default_collate_refuses_sparse_tensors():
+    """PyTorch's collate_tensor_fn raises RuntimeError("Batches of sparse tensors are not currently supported by
+    the default collate_fn; ...") for sparse layouts. Before: the sparse samples were silently densified and
+    stacked into a strided batch."""
+    s = torch.sparse_coo_tensor([[0]], [1.0], (2,))
+    with pytest.raises(RuntimeError, match="Batches of sparse tensors are not currently supported"):
+        D.default_collate([s, s])
+    with pytest.raises(RuntimeError, match="Batches of sparse tensors"):
+        list(D.DataLoader([s, s], batch_size=2))
+    assert D.default_collate([torch.ones(2), torch.zeros(2)]).tolist() == [[1.0, 1.0], [0.0, 0.0]]
