@@ -1,6 +1,8 @@
-"""Review 23h: torch.utils.data, second pass (PyTorch 2.13 is the spec): generic Dataset/Sampler classes, the
-DataLoader's samplers for an IterableDataset, the multiprocessing_context property, worker-count warnings per
-iterator, iterator pickling, worker exceptions that take ``message=``, TensorDataset without tensors."""
+"""Review 23h: torch.utils.data, second pass (PyTorch 2.13 is the spec): generic Dataset/Sampler/DataLoader
+classes, the DataLoader's samplers for an IterableDataset, the multiprocessing_context property, worker-count
+warnings per iterator, iterator pickling and base class, worker exceptions that take ``message=``, workers' thread
+count, single-process iterators that survive an error, the TensorDataset batched gather (chosen per iterator),
+sparse tensors refused by default_collate, TensorDataset without tensors."""
 from __future__ import annotations
 
 import pickle
@@ -35,9 +37,10 @@ class _Iter(D.IterableDataset):
 
 
 def test_dataset_and_sampler_are_generic():
-    """PyTorch's Dataset, IterableDataset, Subset, ConcatDataset, StackDataset and Sampler are typing.Generic:
-    ``class MySampler(Sampler[int])`` and ``class MyData(Dataset[Tensor])`` are the documented idiom. Before:
-    TypeError("type 'Sampler' is not subscriptable") when the class statement ran."""
+    """PyTorch's Dataset, IterableDataset, Subset, ConcatDataset, StackDataset, Sampler and DataLoader are
+    typing.Generic: ``class MySampler(Sampler[int])``, ``class MyData(Dataset[Tensor])`` and annotations such as
+    ``loader: DataLoader[Tensor]`` are the documented idiom. Before: TypeError("type 'Sampler' is not subscriptable")
+    when the class statement (or the def) ran."""
     class Longest(D.Sampler[int]):
         def __init__(self, data) -> None:
             self.data = data
@@ -65,8 +68,10 @@ def test_dataset_and_sampler_are_generic():
     ds = Words()
     assert list(D.DataLoader(ds, sampler=Longest(ds), batch_size=2)) == [["abc", "ab"], ["a"]]
     assert list(D.DataLoader(ds, batch_sampler=Batches())) == [["a", "ab"], ["abc"]]
-    for cls in (D.IterableDataset, D.Subset, D.ConcatDataset, D.StackDataset):
+    for cls in (D.IterableDataset, D.Subset, D.ConcatDataset, D.StackDataset, D.DataLoader):
         assert cls[int].__origin__ is cls
+    alias = D.DataLoader[tuple[torch.Tensor, torch.Tensor]]  # (an annotation, as evaluated without __future__)
+    assert alias.__origin__ is D.DataLoader and len(alias(ds, batch_size=2)) == 2
     with pytest.raises(TypeError):  # (as PyTorch: a concrete sampler is not generic)
         D.SequentialSampler[int]
 

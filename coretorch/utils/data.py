@@ -418,7 +418,7 @@ class _DatasetKind:
         return _IterableFetcher(dataset, auto_collation, collate_fn, drop_last)
 
 
-class DataLoader:
+class DataLoader(Generic[_T_co]):
     """Iterates over ``dataset`` in batches, as ``torch.utils.data.DataLoader``.
 
     ``batch_size=None`` disables batching (each sample goes through ``collate_fn``, by default
