@@ -328,3 +328,17 @@ def test_default_collate_refuses_sparse_tensors():
     with pytest.raises(RuntimeError, match="Batches of sparse tensors"):
         list(D.DataLoader([s, s], batch_size=2))
     assert D.default_collate([torch.ones(2), torch.zeros(2)]).tolist() == [[1.0, 1.0], [0.0, 0.0]]
+
+
+@pytest.mark.parametrize("make", [lambda: D.SubsetRandomSampler(list(range(20))),
+                                  lambda: D.WeightedRandomSampler([1.0] * 20, 20),
+                                  lambda: D.RandomSampler(range(20))])
+def test_random_samplers_draw_at_the_first_next(make):
+    """PyTorch's samplers' __iter__ are generators: iter(sampler) draws nothing, the order comes from the
+    generator's state at the first next() (seeding between iter() and the loop decides it). Before:
+    SubsetRandomSampler and WeightedRandomSampler drew their order in iter(), before the seed."""
+    it = iter(make())
+    torch.manual_seed(0)
+    first = list(it)
+    torch.manual_seed(0)
+    assert list(iter(make())) == first

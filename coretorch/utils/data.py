@@ -347,7 +347,9 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        return iter([self.indices[i] for i in _rng(self.generator).permutation(len(self.indices)).tolist()])
+        # a generator, as PyTorch's: the permutation is drawn at the first next(), not by iter()
+        for i in _rng(self.generator).permutation(len(self.indices)).tolist():
+            yield self.indices[i]
 
     def __len__(self) -> int:
         return len(self.indices)
@@ -369,8 +371,9 @@ class WeightedRandomSampler(Sampler):
         self.weights, self.num_samples, self.replacement, self.generator = w, num_samples, replacement, generator
 
     def __iter__(self):
+        # a generator, as PyTorch's: the draw happens at the first next(), not by iter()
         from ..ops.random import multinomial
-        return iter(multinomial(self.weights, self.num_samples, self.replacement, generator=self.generator).tolist())
+        yield from multinomial(self.weights, self.num_samples, self.replacement, generator=self.generator).tolist()
 
     def __len__(self) -> int:
         return self.num_samples
