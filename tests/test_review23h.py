@@ -342,3 +342,29 @@ def test_random_samplers_draw_at_the_first_next(make):
     first = list(it)
     torch.manual_seed(0)
     assert list(iter(make())) == first
+
+
+def test_iterable_dataset_iterator_made_by_iter_loader():
+    """PyTorch's single-process iterator makes the dataset's iterator when iter(loader) runs (its fetcher calls
+    iter(dataset)): an __iter__ that counts epochs or raises does so at iter(loader). Before: only at the first
+    next()."""
+    class Epochs(D.IterableDataset):
+        def __init__(self) -> None:
+            self.epochs = 0
+
+        def __iter__(self):
+            self.epochs += 1
+            return iter(range(3))
+
+    ds = Epochs()
+    loader = D.DataLoader(ds, batch_size=2)
+    it = iter(loader)
+    assert ds.epochs == 1
+    assert [b.tolist() for b in it] == [[0, 1], [2]]
+
+    class Broken(D.IterableDataset):
+        def __iter__(self):
+            raise RuntimeError("no data")
+
+    with pytest.raises(RuntimeError, match="no data"):
+        iter(D.DataLoader(Broken()))

@@ -133,6 +133,10 @@ class _IterableFetcher:
     def reset(self) -> None:
         self._it = None
 
+    def start(self) -> None:
+        """Make the dataset's iterator now (else at the first fetch: a worker's fetcher is pickled first)."""
+        self._it = iter(self.dataset)
+
     def fetch(self, index):
         if self._it is None:
             self._it = iter(self.dataset)

@@ -571,7 +571,10 @@ class DataLoader(Generic[_T_co]):
         # PyTorch's iterators all draw the workers' base seed, the single-process one too (and discard it there):
         # so the loader's generator, or the global one, advances alike with and without workers
         self._base_seed()
-        return _SingleProcessDataLoaderIter(self, iter(self._index_sampler), self._fetcher())
+        sampler_iter, fetcher = iter(self._index_sampler), self._fetcher()
+        if self._iterable:  # (PyTorch's fetcher calls iter(dataset) when the loader's iterator is made)
+            fetcher.start()
+        return _SingleProcessDataLoaderIter(self, sampler_iter, fetcher)
 
     def _pin_memory_warnings(self) -> None:
         """PyTorch's warnings for pin_memory=True (pinning itself is a no-op here: the opencl backend copies from
