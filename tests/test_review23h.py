@@ -368,3 +368,15 @@ def test_iterable_dataset_iterator_made_by_iter_loader():
 
     with pytest.raises(RuntimeError, match="no data"):
         iter(D.DataLoader(Broken()))
+
+
+def test_utils_worker_module():
+    """PyTorch has torch.utils.data._utils.worker (WorkerInfo, get_worker_info, _generate_state: the numpy seed
+    of a worker) and _utils.MP_STATUS_CHECK_INTERVAL / ExceptionWrapper; libraries import from there. The
+    _generate_state values are PyTorch's (computed with PyTorch 2.13: the spec). Before: ModuleNotFoundError."""
+    from coretorch.utils.data._utils import MP_STATUS_CHECK_INTERVAL, ExceptionWrapper  # noqa: F401
+    from coretorch.utils.data._utils.worker import WorkerInfo, _generate_state, get_worker_info
+    assert WorkerInfo is D.WorkerInfo and get_worker_info is D.get_worker_info
+    assert get_worker_info() is None
+    assert _generate_state(123456789012345, 2) == [2489945240, 1229698660, 1198667051, 1606050886]
+    assert MP_STATUS_CHECK_INTERVAL == 5.0

@@ -155,6 +155,11 @@ def _numpy_seed(base_seed: int, worker_id: int) -> np.ndarray:
     return np.random.SeedSequence([worker_id, base_seed & 0xFFFFFFFF, base_seed >> 32, 0]).generate_state(4)
 
 
+def _generate_state(base_seed: int, worker_id: int) -> list[int]:
+    """PyTorch's name for the numpy seed of a worker (``torch.utils.data._utils.worker._generate_state``)."""
+    return _numpy_seed(base_seed, worker_id).tolist()
+
+
 def _seed_worker(seed: int, base_seed: int, worker_id: int) -> None:
     random.seed(seed)
     manual_seed(seed)

@@ -31,7 +31,7 @@ import numpy as np
 
 from .. import accelerator as _accelerator
 
-from . import _collate
+from . import _collate, _data_workers
 from ._collate import default_collate, default_convert
 from ._data_workers import (WorkerInfo, _BaseDataLoaderIter, _context, _IterableFetcher, _MapFetcher,  # noqa: F401 (dataloader.*)
                             _MultiProcessingDataLoaderIter, _SingleProcessDataLoaderIter, get_worker_info)
@@ -625,8 +625,11 @@ def _submodule(name: str, names: list[str], doc: str) -> None:
     globals()[name] = m
 
 
-_utils = types.ModuleType(f"{__name__}._utils", "torch.utils.data._utils: the collate module.")
+_utils = types.ModuleType(f"{__name__}._utils", "torch.utils.data._utils: the collate and worker modules.")
 _utils.collate = sys.modules[f"{__name__}._utils.collate"] = _collate  # type: ignore[attr-defined]
+_utils.worker = sys.modules[f"{__name__}._utils.worker"] = _data_workers  # type: ignore[attr-defined]
+_utils.MP_STATUS_CHECK_INTERVAL = _data_workers.MP_STATUS_CHECK_INTERVAL  # type: ignore[attr-defined]
+_utils.ExceptionWrapper = _data_workers.ExceptionWrapper  # type: ignore[attr-defined]
 sys.modules[_utils.__name__] = _utils
 _submodule("dataloader", ["DataLoader", "default_collate", "default_convert", "get_worker_info", "WorkerInfo",
                          # (what PyTorch's module imports or defines, and libraries import from it)
