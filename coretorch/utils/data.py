@@ -33,8 +33,9 @@ from .. import accelerator as _accelerator
 
 from . import _collate, _data_workers
 from ._collate import default_collate, default_convert
-from ._data_workers import (WorkerInfo, _BaseDataLoaderIter, _context, _IterableFetcher, _MapFetcher,  # noqa: F401 (dataloader.*)
-                            _MultiProcessingDataLoaderIter, _SingleProcessDataLoaderIter, get_worker_info)
+from ._data_workers import (WorkerInfo, _context, _IterableFetcher, _MapFetcher, _MultiProcessingDataLoaderIter,
+                            _SingleProcessDataLoaderIter, get_worker_info)
+from ._data_workers import _BaseDataLoaderIter  # noqa: F401  (the dataloader submodule's)
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "StackDataset", "Subset",
            "random_split",
