@@ -380,3 +380,17 @@ def test_utils_worker_module():
     assert get_worker_info() is None
     assert _generate_state(123456789012345, 2) == [2489945240, 1229698660, 1198667051, 1606050886]
     assert MP_STATUS_CHECK_INTERVAL == 5.0
+
+
+def test_persistent_workers_warn_about_pin_memory_device_once():
+    """PyTorch warns about pin_memory_device when an iterator is made; later epochs of persistent workers reuse
+    it and do not warn again. Before: the warning came again every epoch."""
+    loader = D.DataLoader(list(range(4)), num_workers=1, persistent_workers=True, pin_memory=True,
+                          pin_memory_device="xyz", timeout=30)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            assert [x.item() for x in loader] == [0, 1, 2, 3]
+    assert [str(x.message) for x in w if "pin_memory_device is deprecated" in str(x.message)] == [
+        "pin_memory_device is deprecated, the current accelerator will be used as the device,"
+        "ignore pin_memory_device='xyz'."]

@@ -557,12 +557,12 @@ class DataLoader(Generic[_T_co]):
         return _MapFetcher(self.dataset, self._auto_collation, self.collate_fn, fast)
 
     def __iter__(self):
+        if self.num_workers > 0 and self.persistent_workers and self._iterator is not None:
+            self._iterator._reset()  # (a new epoch of the same iterator: PyTorch does not warn again)
+            return self._iterator
         if self.pin_memory:
             self._pin_memory_warnings()
         if self.num_workers > 0:
-            if self.persistent_workers and self._iterator is not None:
-                self._iterator._reset()
-                return self._iterator
             it = self._worker_iter()
             if self.persistent_workers:
                 self._iterator = it
