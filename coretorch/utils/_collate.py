@@ -97,8 +97,11 @@ def collate(batch, *, collate_fn_map: dict | None = None):
 
 
 def collate_tensor_fn(batch, *, collate_fn_map: dict | None = None):
-    """Tensors stacked along a new dimension 0."""
+    """Tensors stacked along a new dimension 0 (sparse ones refused, as PyTorch: stacking would densify them)."""
     from ..ops.shape import stack
+    if batch[0].is_sparse:
+        raise RuntimeError("Batches of sparse tensors are not currently supported by the default collate_fn; "
+                           "please provide a custom collate_fn to handle them appropriately.")
     return stack(list(batch), 0)
 
 

@@ -1,6 +1,7 @@
 """DataLoader worker processes (``num_workers > 0``), as PyTorch's ``_MultiProcessingDataLoaderIter``.
 
-Each worker gets the dataset (inherited under fork, pickled under spawn), seeds Python's ``random`` and coretorch
+Each worker gets the dataset (inherited under fork, pickled under spawn), uses one BLAS thread
+(``set_num_threads(1)``, as PyTorch's), seeds Python's ``random`` and coretorch
 with ``base_seed + worker_id`` and numpy's global generator with PyTorch's ``_generate_state`` (numpy's
 ``SeedSequence`` over the worker id and the two halves of the base seed), sets
 ``get_worker_info()``, runs ``worker_init_fn(worker_id)``, then fetches and collates the batches whose indices the
@@ -24,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ops.creation import manual_seed, tensor
+from ..ops.creation import as_tensor, manual_seed
 
 __all__ = ["WorkerInfo", "get_worker_info"]
 
@@ -88,6 +89,8 @@ class ExceptionWrapper:
         msg = f"Caught {self.exc_type.__name__} {self.where}.\nOriginal {self.exc_msg}"
         if self.exc_type is KeyError:
             msg = _KeyErrorMessage(msg)
+        elif getattr(self.exc_type, "message", None):  # (PyTorch: an exception type that takes message=)
+            raise self.exc_type(message=msg)
         try:
             exception = self.exc_type(msg)
         except Exception:  # an exception type whose constructor wants other arguments
@@ -112,7 +115,7 @@ class _MapFetcher:
             return self.collate_fn(ds[index])
         if self.fast:
             # one gather per tensor: the batch default_collate would stack, without the Python loop
-            idx = tensor(index, device=ds.tensors[0].device)
+            idx = as_tensor(index, device=ds.tensors[0].device)  # (a list, or a batch sampler's tensor or array)
             return [t[idx] if t.device == idx.device else t[idx.to(t.device)] for t in ds.tensors]  # (collate's list)
         getitems = getattr(ds, "__getitems__", None)
         data = getitems(index) if getitems is not None else [ds[i] for i in index]
@@ -129,6 +132,10 @@ class _IterableFetcher:
 
     def reset(self) -> None:
         self._it = None
+
+    def start(self) -> None:
+        """Make the dataset's iterator now (else at the first fetch: a worker's fetcher is pickled first)."""
+        self._it = iter(self.dataset)
 
     def fetch(self, index):
         if self._it is None:
@@ -148,6 +155,11 @@ def _numpy_seed(base_seed: int, worker_id: int) -> np.ndarray:
     return np.random.SeedSequence([worker_id, base_seed & 0xFFFFFFFF, base_seed >> 32, 0]).generate_state(4)
 
 
+def _generate_state(base_seed: int, worker_id: int) -> list[int]:
+    """PyTorch's name for the numpy seed of a worker (``torch.utils.data._utils.worker._generate_state``)."""
+    return _numpy_seed(base_seed, worker_id).tolist()
+
+
 def _seed_worker(seed: int, base_seed: int, worker_id: int) -> None:
     random.seed(seed)
     manual_seed(seed)
@@ -158,6 +170,8 @@ def _worker_loop(iterable: bool, fetcher, index_queue, data_queue, done_event, b
                  worker_id: int, num_workers: int, parent_pid: int) -> None:
     global _worker_info
     try:
+        from .._compat import set_num_threads
+        set_num_threads(1)  # (as PyTorch's workers: one BLAS thread each, so that N workers do not oversubscribe)
         seed = base_seed + worker_id
         _seed_worker(seed, base_seed, worker_id)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=fetcher.dataset)
@@ -207,17 +221,6 @@ def _worker_loop(iterable: bool, fetcher, index_queue, data_queue, done_event, b
 
 
 # ---- the main process --------------------------------------------------------------------------------------
-class _InfiniteConstantSampler:
-    """What an iterable dataset's workers are asked for: ``[None] * batch_size`` (or None), forever."""
-
-    def __init__(self, batch_size) -> None:
-        self.item = None if batch_size is None else [None] * batch_size
-
-    def __iter__(self):
-        while True:
-            yield self.item
-
-
 def warn_past_len(loader, n: int, length: int) -> None:
     """PyTorch's warning once a loader of an IterableDataset yields more batches than the dataset's len() that
     ``len(loader)`` had read when the iterator started (PyTorch compares the batches with the samples)."""
@@ -232,29 +235,32 @@ def warn_past_len(loader, n: int, length: int) -> None:
     warnings.warn(msg, stacklevel=3)
 
 
-def _iter_len(loader) -> int:
-    """len() of a loader's iterator, PyTorch's ``len(index_sampler)``: an IterableDataset's sampler has none (and the
-    dataset's own len() is not read: list(iter(loader)) asks for it)."""
-    if loader._iterable:
-        raise TypeError("object of type '_InfiniteConstantSampler' has no len()")
-    return len(loader)
-
-
-class _SingleProcessDataLoaderIter:
-    """The iterator of a DataLoader without workers, as PyTorch's: ``len()`` is the loader's."""
-
-    def __init__(self, loader, batches) -> None:
-        self._loader, self._batches, self._num_yielded = loader, batches, 0
-        self._len_called = loader._len_called  # (as PyTorch: read when the iterator starts)
+class _BaseDataLoaderIter:
+    """What both loader iterators are, as PyTorch's base class (scripts test ``isinstance`` with it): an iterator
+    whose len() is the index sampler's (an IterableDataset's has none: TypeError) and that refuses pickling."""
+    _loader: Any
 
     def __iter__(self):
         return self
 
     def __len__(self) -> int:
-        return _iter_len(self._loader)
+        return len(self._loader._index_sampler)
+
+    def __getstate__(self):
+        raise NotImplementedError("{} cannot be pickled", type(self).__name__)  # (PyTorch's message, as it is)
+
+
+class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
+    """The iterator of a DataLoader without workers, as PyTorch's: ``len()`` is the loader's."""
+
+    def __init__(self, loader, sampler_iter, fetcher) -> None:
+        # the batches are fetched in __next__ (not by a generator): an exception from one batch leaves the
+        # iterator usable for the next ones, as PyTorch's (a generator would end at the first exception)
+        self._loader, self._sampler_iter, self._fetcher, self._num_yielded = loader, sampler_iter, fetcher, 0
+        self._len_called = loader._len_called  # (as PyTorch: read when the iterator starts)
 
     def __next__(self):
-        data = next(self._batches)
+        data = self._fetcher.fetch(next(self._sampler_iter))
         self._num_yielded += 1
         if self._len_called is not None:
             warn_past_len(self._loader, self._num_yielded, self._len_called)
@@ -275,7 +281,7 @@ def _context(ctx):
     return ctx
 
 
-class _MultiProcessingDataLoaderIter:
+class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     """The iterator of a DataLoader with ``num_workers > 0``."""
 
     def __init__(self, loader, index_sampler, fetcher, base_seed: int) -> None:
@@ -304,12 +310,6 @@ class _MultiProcessingDataLoaderIter:
             self._index_queues.append(iq)
             self._workers.append(w)
         self._reset(first=True)
-
-    def __iter__(self):
-        return self
-
-    def __len__(self) -> int:
-        return _iter_len(self._loader)
 
     def _reset(self, first: bool = False) -> None:
         self._sampler_iter = iter(self._index_sampler)

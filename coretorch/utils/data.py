@@ -25,26 +25,32 @@ import os
 import sys
 import types
 import warnings
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
 from .. import accelerator as _accelerator
 
-from . import _collate
+from . import _collate, _data_workers
 from ._collate import default_collate, default_convert
-from ._data_workers import (WorkerInfo, _context, _InfiniteConstantSampler, _IterableFetcher, _MapFetcher,
-                            _MultiProcessingDataLoaderIter, _SingleProcessDataLoaderIter, get_worker_info)
+from ._data_workers import (WorkerInfo, _context, _IterableFetcher, _MapFetcher, _MultiProcessingDataLoaderIter,
+                            _SingleProcessDataLoaderIter, get_worker_info)
+from ._data_workers import _BaseDataLoaderIter  # noqa: F401  (the dataloader submodule's)
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "StackDataset", "Subset",
            "random_split",
            "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
-           "BatchSampler", "DataLoader", "default_collate", "default_convert", "get_worker_info", "WorkerInfo"]
+           "BatchSampler", "DataLoader", "default_collate", "default_convert", "get_worker_info", "WorkerInfo",
+           "_DatasetKind"]
+
+
+_T_co = TypeVar("_T_co", covariant=True)
 
 
 # ---- datasets -------------------------------------------------------------------------------------
-class Dataset:
-    """A map-style dataset: ``__getitem__(index)`` and ``__len__``."""
+class Dataset(Generic[_T_co]):
+    """A map-style dataset: ``__getitem__(index)`` and ``__len__``.  Generic, as PyTorch's: scripts subclass
+    ``Dataset[Tensor]``."""
 
     def __getitem__(self, index):
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
@@ -53,7 +59,7 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset, _abc.Iterable):
+class IterableDataset(Dataset[_T_co], _abc.Iterable[_T_co]):
     """A dataset that is an iterable of samples (``__iter__``); batched in order, never shuffled. Abstract, as
     PyTorch's (an ``Iterable``): a subclass defines ``__iter__``."""
 
@@ -65,10 +71,8 @@ class TensorDataset(Dataset):
     """Samples are ``tuple(t[index] for t in tensors)``; every tensor has the same size in dimension 0."""
 
     def __init__(self, *tensors) -> None:
-        if not tensors:  # (PyTorch's error: it reads tensors[0])
-            raise IndexError("tuple index out of range")
-        n = tensors[0].size(0)
-        if any(t.size(0) != n for t in tensors):  # (PyTorch's assert)
+        # (no tensors is accepted, as PyTorch: len() then raises IndexError and every sample is ())
+        if any(t.size(0) != tensors[0].size(0) for t in tensors):  # (PyTorch's assert)
             raise AssertionError(f"Size mismatch between tensors: sizes in dimension 0 are "
                                  f"{[t.size(0) for t in tensors]}")
         self.tensors = tensors
@@ -80,7 +84,7 @@ class TensorDataset(Dataset):
         return self.tensors[0].size(0)
 
 
-class ConcatDataset(Dataset):
+class ConcatDataset(Dataset[_T_co]):
     """The concatenation of several map-style datasets."""
 
     def __init__(self, datasets) -> None:
@@ -131,7 +135,7 @@ class ChainDataset(IterableDataset):
         return total
 
 
-class StackDataset(Dataset):
+class StackDataset(Dataset[_T_co]):
     """Samples of several datasets of one length side by side: a tuple (positional datasets) or a dict (keyword
     datasets) per index."""
 
@@ -176,7 +180,7 @@ class StackDataset(Dataset):
         return self._length
 
 
-class Subset(Dataset):
+class Subset(Dataset[_T_co]):
     """The samples of ``dataset`` at ``indices``."""
 
     def __init__(self, dataset, indices) -> None:
@@ -251,11 +255,9 @@ def random_split(dataset, lengths, generator=None) -> list:
 
 
 # ---- samplers -------------------------------------------------------------------------------------
-class Sampler:
-    """Iterates over dataset indices (or, for a batch sampler, lists of indices)."""
-
-    def __init__(self, data_source=None) -> None:
-        pass
+class Sampler(Generic[_T_co]):
+    """Iterates over dataset indices (or, for a batch sampler, lists of indices).  Generic, as PyTorch's
+    (``Sampler[int]``, ``Sampler[list[int]]``); PyTorch 2.13's takes no constructor arguments."""
 
     def __iter__(self):
         raise NotImplementedError
@@ -346,7 +348,9 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        return iter([self.indices[i] for i in _rng(self.generator).permutation(len(self.indices)).tolist()])
+        # a generator, as PyTorch's: the permutation is drawn at the first next(), not by iter()
+        for i in _rng(self.generator).permutation(len(self.indices)).tolist():
+            yield self.indices[i]
 
     def __len__(self) -> int:
         return len(self.indices)
@@ -368,8 +372,9 @@ class WeightedRandomSampler(Sampler):
         self.weights, self.num_samples, self.replacement, self.generator = w, num_samples, replacement, generator
 
     def __iter__(self):
+        # a generator, as PyTorch's: the draw happens at the first next(), not by iter()
         from ..ops.random import multinomial
-        return iter(multinomial(self.weights, self.num_samples, self.replacement, generator=self.generator).tolist())
+        yield from multinomial(self.weights, self.num_samples, self.replacement, generator=self.generator).tolist()
 
     def __len__(self) -> int:
         return self.num_samples
@@ -404,7 +409,20 @@ class BatchSampler(Sampler):
 
 
 # ---- loader ---------------------------------------------------------------------------------------
-class DataLoader:
+class _DatasetKind:
+    """PyTorch's ``loader._dataset_kind`` values (scripts compare with them) and its fetcher factory."""
+    Map = 0
+    Iterable = 1
+
+    @staticmethod
+    def create_fetcher(kind: int, dataset, auto_collation: bool, collate_fn, drop_last: bool):
+        """The object that turns one index (or list of indices) into a batch."""
+        if kind == _DatasetKind.Map:
+            return _MapFetcher(dataset, auto_collation, collate_fn, False)
+        return _IterableFetcher(dataset, auto_collation, collate_fn, drop_last)
+
+
+class DataLoader(Generic[_T_co]):
     """Iterates over ``dataset`` in batches, as ``torch.utils.data.DataLoader``.
 
     ``batch_size=None`` disables batching (each sample goes through ``collate_fn``, by default
@@ -430,22 +448,18 @@ class DataLoader:
             raise ValueError("persistent_workers option needs num_workers > 0")
         self.prefetch_factor = (2 if prefetch_factor is None else prefetch_factor) if num_workers > 0 else None
         self.persistent_workers = persistent_workers
-        if multiprocessing_context is not None:  # checked here, as PyTorch's setter does
-            if num_workers == 0:
-                raise ValueError(f"multiprocessing_context can only be used with multi-process loading "
-                                 f"(num_workers > 0), but got num_workers={num_workers}")
-            multiprocessing_context = _context(multiprocessing_context)
-        self.multiprocessing_context = multiprocessing_context
         self.in_order = in_order
         self._iterator = None
         self.dataset = dataset
         self.num_workers = num_workers
+        self.multiprocessing_context = multiprocessing_context  # (checked by the property's setter)
         self.pin_memory = pin_memory
         self.pin_memory_device = pin_memory_device
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
         self.generator = generator
         self._iterable = isinstance(dataset, IterableDataset)
+        self._dataset_kind = _DatasetKind.Iterable if self._iterable else _DatasetKind.Map
         if self._iterable:
             if shuffle not in (None, False):
                 raise ValueError(f"DataLoader with IterableDataset: expected unspecified shuffle option, but got "
@@ -467,25 +481,46 @@ class DataLoader:
         elif batch_size is None and drop_last:
             raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with "
                              "drop_last")
-        if sampler is None and not self._iterable:
+        if self._iterable:  # (PyTorch's: the index sampler of the workers; its len() raises TypeError)
+            sampler = _InfiniteConstantSampler()
+        elif sampler is None:
             sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
-        if batch_size is not None and batch_sampler is None and not self._iterable:
+        if batch_size is not None and batch_sampler is None:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         self.batch_size = batch_size
         self.drop_last = drop_last
         self.sampler = sampler
         self.batch_sampler = batch_sampler
-        self._auto_collation = batch_sampler is not None or (self._iterable and batch_size is not None)
-        self._default_collate = collate_fn is None
+        self._auto_collation = batch_sampler is not None
         if collate_fn is None:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
         self._len_called: int | None = None  # an iterable dataset's len() read by len(loader): checked when iterating
         self._initialized = True
         if num_workers > 0:
-            self._check_worker_number_rationality()
+            self.check_worker_number_rationality()
 
-    def _check_worker_number_rationality(self) -> None:
+    @property
+    def multiprocessing_context(self):
+        """The multiprocessing context of the workers (None: the default start method).  Assigning checks it
+        as PyTorch does: a start method's name becomes its context, and it needs ``num_workers > 0``."""
+        return self._mp_context
+
+    @multiprocessing_context.setter
+    def multiprocessing_context(self, multiprocessing_context) -> None:
+        if multiprocessing_context is not None:
+            if self.num_workers == 0:
+                raise ValueError(f"multiprocessing_context can only be used with multi-process loading "
+                                 f"(num_workers > 0), but got num_workers={self.num_workers}")
+            multiprocessing_context = _context(multiprocessing_context)
+        self._mp_context = multiprocessing_context
+
+    @property
+    def _index_sampler(self):
+        """What the iterators draw indices from: the batch sampler with auto-collation, else the sampler."""
+        return self.batch_sampler if self._auto_collation else self.sampler
+
+    def check_worker_number_rationality(self) -> None:
         """PyTorch's warning when more workers are asked for than the CPUs this process may use."""
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         if cpus is None or self.num_workers > cpus:
@@ -515,16 +550,19 @@ class DataLoader:
     def _fetcher(self):
         if self._iterable:
             return _IterableFetcher(self.dataset, self._auto_collation, self.collate_fn, self.drop_last)
-        return _MapFetcher(self.dataset, self._auto_collation, self.collate_fn,
-                           self._default_collate and type(self.dataset) is TensorDataset)
+        # the batched gather stands for default_collate only: checked when an iterator starts, since collate_fn
+        # may be assigned after __init__ and default_collate_fn_map[Tensor] replaced
+        fast = (self.collate_fn is default_collate and type(self.dataset) is TensorDataset
+                and _collate.default_collate_fn_map.get(_collate.Tensor) is _collate.collate_tensor_fn)
+        return _MapFetcher(self.dataset, self._auto_collation, self.collate_fn, fast)
 
     def __iter__(self):
+        if self.num_workers > 0 and self.persistent_workers and self._iterator is not None:
+            self._iterator._reset()  # (a new epoch of the same iterator: PyTorch does not warn again)
+            return self._iterator
         if self.pin_memory:
             self._pin_memory_warnings()
         if self.num_workers > 0:
-            if self.persistent_workers and self._iterator is not None:
-                self._iterator._reset()
-                return self._iterator
             it = self._worker_iter()
             if self.persistent_workers:
                 self._iterator = it
@@ -534,12 +572,10 @@ class DataLoader:
         # PyTorch's iterators all draw the workers' base seed, the single-process one too (and discard it there):
         # so the loader's generator, or the global one, advances alike with and without workers
         self._base_seed()
-        if self._iterable:
-            return _SingleProcessDataLoaderIter(self, self._iter_iterable())
-        fetch = self._fetcher().fetch
-        if self._auto_collation:
-            return _SingleProcessDataLoaderIter(self, (fetch(list(b)) for b in self.batch_sampler))
-        return _SingleProcessDataLoaderIter(self, (fetch(i) for i in self.sampler))
+        sampler_iter, fetcher = iter(self._index_sampler), self._fetcher()
+        if self._iterable:  # (PyTorch's fetcher calls iter(dataset) when the loader's iterator is made)
+            fetcher.start()
+        return _SingleProcessDataLoaderIter(self, sampler_iter, fetcher)
 
     def _pin_memory_warnings(self) -> None:
         """PyTorch's warnings for pin_memory=True (pinning itself is a no-op here: the opencl backend copies from
@@ -561,26 +597,17 @@ class DataLoader:
                    .random_(generator=self.generator).item())
 
     def _worker_iter(self) -> _MultiProcessingDataLoaderIter:
-        base_seed = self._base_seed()
-        if self._iterable:
-            sampler = _InfiniteConstantSampler(self.batch_size)
-        else:
-            sampler = self.batch_sampler if self._auto_collation else self.sampler
-        return _MultiProcessingDataLoaderIter(self, sampler, self._fetcher(), base_seed)
+        self.check_worker_number_rationality()  # (PyTorch warns again for each new set of workers)
+        return _MultiProcessingDataLoaderIter(self, self._index_sampler, self._fetcher(), self._base_seed())
 
-    def _iter_iterable(self):
-        if self.batch_size is None:
-            for sample in self.dataset:
-                yield self.collate_fn(sample)
-            return
-        batch = []
-        for sample in self.dataset:
-            batch.append(sample)
-            if len(batch) == self.batch_size:
-                yield self.collate_fn(batch)
-                batch = []
-        if batch and not self.drop_last:
-            yield self.collate_fn(batch)
+
+class _InfiniteConstantSampler(Sampler):
+    """An IterableDataset loader's sampler, as PyTorch's: None forever (each worker iterates its own copy of the
+    dataset; the index only asks for one more sample, or a batch of them through the BatchSampler)."""
+
+    def __iter__(self):
+        while True:
+            yield None
 
 
 #: DataLoader attributes its iterators are built from: PyTorch refuses to set them after __init__
@@ -599,10 +626,17 @@ def _submodule(name: str, names: list[str], doc: str) -> None:
     globals()[name] = m
 
 
-_utils = types.ModuleType(f"{__name__}._utils", "torch.utils.data._utils: the collate module.")
+_utils = types.ModuleType(f"{__name__}._utils", "torch.utils.data._utils: the collate and worker modules.")
 _utils.collate = sys.modules[f"{__name__}._utils.collate"] = _collate  # type: ignore[attr-defined]
+_utils.worker = sys.modules[f"{__name__}._utils.worker"] = _data_workers  # type: ignore[attr-defined]
+_utils.MP_STATUS_CHECK_INTERVAL = _data_workers.MP_STATUS_CHECK_INTERVAL  # type: ignore[attr-defined]
+_utils.ExceptionWrapper = _data_workers.ExceptionWrapper  # type: ignore[attr-defined]
 sys.modules[_utils.__name__] = _utils
-_submodule("dataloader", ["DataLoader", "default_collate", "default_convert", "get_worker_info", "WorkerInfo"],
+_submodule("dataloader", ["DataLoader", "default_collate", "default_convert", "get_worker_info", "WorkerInfo",
+                         # (what PyTorch's module imports or defines, and libraries import from it)
+                         "Dataset", "IterableDataset", "Sampler", "SequentialSampler", "RandomSampler", "BatchSampler",
+                         "_DatasetKind", "_InfiniteConstantSampler", "_BaseDataLoaderIter",
+                         "_SingleProcessDataLoaderIter", "_MultiProcessingDataLoaderIter"],
            "torch.utils.data.dataloader: DataLoader and the collate functions.")
 _submodule("dataset", ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "StackDataset",
                       "Subset", "random_split"],
