@@ -90,3 +90,58 @@ def test_a_step_whose_loss_is_passed_back_keeps_replaying(device):
         close(device, ea, eb, "ema")
         assert ra is rb is True
     assert fn.replays >= 5
+
+
+def test_compile_accepts_the_lite_mode_and_lists_the_modes_in_pytorchs_order():
+    """PyTorch 2.13 has a ``mode="lite"`` (opt-in optimizations only), and its error for an unknown mode lists
+    "default, lite, reduce-overhead, max-autotune-no-cudagraphs, max-autotune"; ``torch._inductor.list_mode_options``
+    raises that RuntimeError too.  coretorch raised "Unrecognized mode=lite" for ``torch.compile(f, mode="lite")``,
+    listed the modes in another order, and ``list_mode_options("x")`` raised KeyError."""
+    import coretorch._inductor as inductor
+
+    c = torch.compile(lambda a: a * 2, mode="lite")
+    assert c(torch.ones(2)).tolist() == [2.0, 2.0]
+    modes = "default, lite, reduce-overhead, max-autotune-no-cudagraphs, max-autotune"
+    with pytest.raises(RuntimeError, match=f"Unrecognized mode=x, should be one of: {modes}$"):
+        torch.compile(lambda a: a, mode="x")
+    assert list(inductor.list_mode_options()) == modes.split(", ")
+    assert inductor.list_mode_options("lite")["use_dce"] is False
+    with pytest.raises(RuntimeError, match=f"Unrecognized mode=x, should be one of: {modes}$"):
+        inductor.list_mode_options("x")
+
+
+@pytest.mark.parametrize("dynamic", ["yes", 1, 0])
+def test_compile_rejects_a_dynamic_that_is_not_a_bool(dynamic):
+    """PyTorch: ``torch.compile(f, dynamic=...)`` takes True, False or None; anything else raises
+    ``AssertionError: Expected enable to be a bool, got <class 'str'>`` when it compiles (the decorator form
+    ``torch.compile(dynamic="yes")`` raises only once given the function).  coretorch accepted any value."""
+    with pytest.raises(AssertionError, match=f"Expected enable to be a bool, got {type(dynamic)}"):
+        torch.compile(lambda a: a, dynamic=dynamic)
+    with pytest.raises(AssertionError, match="Expected enable to be a bool"):
+        torch.compile(nn.Linear(2, 2), dynamic=dynamic)
+    deco = torch.compile(dynamic=dynamic)
+    with pytest.raises(AssertionError, match="Expected enable to be a bool"):
+        deco(lambda a: a)
+    for ok in (True, False, None):
+        assert torch.compile(lambda a: a + 1, dynamic=ok)(torch.zeros(1)).tolist() == [1.0]
+
+
+def test_dynamo_decorators_module_holds_mark_dynamic_and_mark_unbacked(device):
+    """PyTorch defines ``mark_dynamic`` and its kin in ``torch._dynamo.decorators`` (scripts import them from
+    there), ``mark_unbacked`` only there, and ``mark_static_address``'s ``guard`` defaults to False.  coretorch had
+    no ``torch._dynamo.decorators`` (ModuleNotFoundError).  A marked argument's compiled results are eager's."""
+    from coretorch._dynamo.decorators import mark_dynamic, mark_unbacked, maybe_mark_dynamic
+    import inspect
+
+    assert mark_dynamic is torch._dynamo.mark_dynamic
+    assert inspect.signature(torch._dynamo.mark_static_address).parameters["guard"].default is False
+    with pytest.raises(TypeError, match="mark_unbacked"):
+        mark_unbacked(3, 0)
+    w = torch.randn(4, 3).to(device)
+    f = torch.compile(lambda x: (x @ w).sum(0))
+    for n in (2, 5, 1, 5):
+        x = torch.randn(n, 4).to(device)
+        mark_dynamic(x, 0)
+        maybe_mark_dynamic(x, 0)
+        mark_unbacked(x, 0)
+        close(device, (x @ w).sum(0), f(x), f"batch {n}")

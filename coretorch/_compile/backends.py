@@ -27,7 +27,8 @@ _BACKENDS: dict[str, tuple[tuple[str, ...], bool]] = {
     "inductor": ((), True), "cudagraphs": ((), False), "eager": (("debug",), False),
     "aot_eager": (("debug",), False)}
 _default = ["inductor"]
-_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# PyTorch's modes in its order (the error lists them so; ``torch._inductor.list_mode_options`` holds their options)
+_MODES = (None, "default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
 _local = threading.local()  # the backend of the capture running in this thread (see capture_settings)
 
 
