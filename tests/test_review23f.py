@@ -145,3 +145,35 @@ def test_dynamo_decorators_module_holds_mark_dynamic_and_mark_unbacked(device):
         maybe_mark_dynamic(x, 0)
         mark_unbacked(x, 0)
         close(device, (x @ w).sum(0), f(x), f"batch {n}")
+
+
+def test_a_module_attribute_the_step_stores_its_loss_in_keeps_the_consumed_graph(device):
+    """PyTorch: a step that keeps its loss on the model (``model.last_loss = loss``, after ``loss.backward()``)
+    leaves the attribute holding the loss with its (freed) graph, eager and compiled: ``requires_grad`` True and a
+    ``MeanBackward0`` grad_fn.  coretorch's replays wrote back a plain tensor (``requires_grad`` False); the
+    values were eager's and stay so."""
+    def run(compiled: bool) -> list:
+        m = _model(device)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = m(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            m.last_loss = loss
+            return loss.detach()
+
+        fn = torch.compile(step) if compiled else step
+        out = []
+        for x, _ in _batches(device, 5):
+            fn(x)
+            t = m.last_loss
+            out.append((t.detach().clone(), t.requires_grad, type(t.grad_fn).__name__))
+        if compiled:
+            assert fn.replays >= 2
+        return out
+
+    for (a, ra, na), (b, rb, nb) in zip(run(False), run(True)):
+        close(device, a, b, "last_loss")
+        assert ra is rb is True and na == nb == "MeanBackward0"

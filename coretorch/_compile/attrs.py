@@ -24,7 +24,7 @@ from ..nn.utils import parametrize as _parametrize
 from ..tensor import Tensor
 from . import versions as _versions
 from .keyvalues import _TENSOR_OWN, user_attrs
-from .results import _graph_consumed
+from .results import _graph_consumed, consumed_node_type
 
 
 def eligible(v: Any) -> bool:
@@ -123,7 +123,11 @@ def stored(rec: Any, expr: str, t: Any, outputs: list | None) -> str | None:
 
 
 def _make(rec: Any, t: Tensor) -> str:
-    return f"MAKE({rec.var[id(t._data)]}, {rec.const(t.dtype)}, {rec.const(t._be)}{_versions.made(t)})"
+    src = f"MAKE({rec.var[id(t._data)]}, {rec.const(t.dtype)}, {rec.const(t._be)}{_versions.made(t)})"
+    if t._gf is not None:  # (its graph is consumed by the call's end, else a graph break: see check_graphs) eager's
+        # attribute keeps that graph (``self.last_loss = loss``: requires_grad, its grad_fn's name), as a result
+        src = f"CONSUMED({src}, {rec.const(consumed_node_type(type(t._gf).__name__))})"
+    return src
 
 
 def _unstorable(rec: Any, t: Any) -> str | None:
