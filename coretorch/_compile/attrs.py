@@ -11,9 +11,10 @@ torch.ones(1, requires_grad=True)``: its ``.grad`` is accumulated) stays keyed b
 What a replay cannot repeat is a graph break (:func:`stored`): storing an argument, a view (but a detached one of a
 tensor the call made: truncated BPTT's ``self.h = h.detach()``), an array made outside
 the recorded kernels, a tensor whose autograd graph is still needed after a compiled function (a replay's tensors
-carry none; a compiled module's forward gives the attribute an output of its ``CompiledFunctionBackward`` node
-instead, see ``module.py``).  Checked at the capture, and one test per read attribute at a replay's start
-(:func:`on_load`: an attribute read with an autograd graph is keyed by identity there, as before).
+carry none: one the call's backward consumed gets a stand-in of its freed graph, ``results.ConsumedNode``; a compiled
+module's forward gives the attribute an output of its ``CompiledFunctionBackward`` node instead, see ``module.py``).
+Checked at the capture, and one test per read attribute at a replay's start (:func:`on_load`: an attribute read with
+an autograd graph is keyed by identity there, as before).
 """
 from __future__ import annotations
 
