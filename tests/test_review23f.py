@@ -5,6 +5,7 @@ opencl); PyTorch's eager behaviour is the spec, each test says what PyTorch does
 fix."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import coretorch as torch
@@ -177,3 +178,75 @@ def test_a_module_attribute_the_step_stores_its_loss_in_keeps_the_consumed_graph
     for (a, ra, na), (b, rb, nb) in zip(run(False), run(True)):
         close(device, a, b, "last_loss")
         assert ra is rb is True and na == nb == "MeanBackward0"
+
+
+def _same(device: str, a, b, what: str) -> None:
+    """``close``, with NaN equal to NaN (a GradScaler's overflowing step leaves NaN gradients, eager and compiled)."""
+    a, b = a.detach().float().cpu().numpy(), b.detach().float().cpu().numpy()
+    if device == "cpu":
+        np.testing.assert_array_equal(b, a, err_msg=what)
+    else:
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6, err_msg=what)
+
+
+def _run_step_program(device: str, compiled: bool, calls: list, scaler: bool = False) -> list:
+    """A training step (autocast inside, optional GradScaler, a checkpointed block) run for ``calls``: each a dict
+    of the batch size, the autocast dtype around the call (None: off), the grad mode around it and whether the
+    first layer's weight requires grad; returns what each call left (loss, parameters, gradients, scale)."""
+    from coretorch.utils.checkpoint import checkpoint
+
+    m = _model(device)
+    opt = torch.optim.Adam(m.parameters(), lr=0.01)
+    sc = torch.amp.GradScaler("cpu", init_scale=2.0 ** 10, growth_interval=2, enabled=scaler)
+
+    def step(x, y):
+        opt.zero_grad()
+        with torch.enable_grad():  # (the grad mode around the call may be no_grad)
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                h = checkpoint(m[0], x, use_reentrant=False)
+            loss = F.mse_loss(m[2](m[1](h.float())).float(), y)
+            sc.scale(loss).backward()
+        sc.step(opt)
+        sc.update()
+        return loss
+
+    fn = torch.compile(step, recompile_limit=32) if compiled else step  # (each toggle is a capture of its own)
+    torch.manual_seed(3)
+    out = []
+    for c in calls:
+        x, y = torch.randn(c["b"], 4).to(device), torch.randn(c["b"], 2).to(device)
+        if c.get("inf"):
+            y = y * float("inf")
+        m[0].weight.requires_grad_(c.get("rg", True))
+        grad = torch.enable_grad() if c.get("grad", True) else torch.no_grad()
+        with grad, torch.autocast("cpu", dtype=c.get("ac") or torch.bfloat16, enabled=c.get("ac") is not None):
+            loss = fn(x, y)
+        out.append([loss.detach().clone(), *[p.detach().clone() for p in m.parameters()],
+                    *[p.grad for p in m.parameters()], sc.get_scale()])
+    if compiled and not scaler:
+        assert fn.replays >= 3
+    return out
+
+
+_CALLS = [dict(b=5), dict(b=5), dict(b=5, ac=torch.bfloat16), dict(b=5), dict(b=5, ac=torch.float16),
+          dict(b=5, grad=False), dict(b=5, rg=False), dict(b=5, rg=False), dict(b=5), dict(b=3), dict(b=1),
+          dict(b=5), dict(b=5)]
+
+
+@pytest.mark.parametrize("scaler", [False, True])
+def test_a_step_with_autocast_checkpoint_and_scaler_matches_eager_call_by_call(device, scaler):
+    """PyTorch: a compiled step is eager's, call by call, while autocast is toggled around it (bfloat16, float16,
+    off), the grad mode around it changes (``no_grad`` around, ``enable_grad`` inside), a layer is frozen and
+    unfrozen with ``requires_grad_``, the batch shrinks (3, then 1), and a GradScaler skips a step whose gradients
+    overflow and then grows its scale again (its host reads make those calls eager).  A regression test of the
+    scope: coretorch matched before this review too."""
+    calls = _CALLS + ([dict(b=5, inf=True), dict(b=5), dict(b=5), dict(b=5)] if scaler else [])
+
+    eager, comp = (_run_step_program(device, c, calls, scaler) for c in (False, True))
+    for i, (a, b) in enumerate(zip(eager, comp)):
+        assert a[-1] == b[-1], f"call {i}: scale"
+        for s, t in zip(a[:-1], b[:-1]):
+            assert (s is None) == (t is None), f"call {i}"
+            if s is not None:
+                assert s.dtype == t.dtype and s.shape == t.shape
+                _same(device, s, t, f"call {i}")
