@@ -250,3 +250,34 @@ def test_a_step_with_autocast_checkpoint_and_scaler_matches_eager_call_by_call(d
             if s is not None:
                 assert s.dtype == t.dtype and s.shape == t.shape
                 _same(device, s, t, f"call {i}")
+
+
+def test_a_step_reading_the_loss_it_stored_last_call_replays(device):
+    """PyTorch: a step that reads the loss the previous call stored (``prev = model.last_loss.detach()``, then
+    ``model.last_loss = loss``) compiles once and gives eager's values.  coretorch keyed an attribute holding a
+    tensor with an autograd graph by identity, and each call stores a new loss: every call captured again (capture
+    2 of 8 each time, never a replay, slower than eager).  A graph a backward consumed can only be read for its
+    values, so any consumed one now passes the check; values stay eager's."""
+    def run(compiled: bool) -> list:
+        m = _model(device)
+        m.last_loss = torch.zeros(()).to(device)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = m(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            prev = m.last_loss.detach()
+            m.last_loss = loss
+            return loss.detach() + prev
+
+        fn = torch.compile(step) if compiled else step
+        out = [(fn(x), m.last_loss.requires_grad) for x, _ in _batches(device, 6)]
+        if compiled:
+            assert fn.replays >= 3
+        return out
+
+    for (a, ra), (b, rb) in zip(run(False), run(True)):
+        close(device, a, b, "loss + previous loss")
+        assert ra is rb is True

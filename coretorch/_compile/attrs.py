@@ -91,6 +91,11 @@ def on_load(rec: Any, src: str, found: list) -> None:
     for expr, t in found:
         if src != f"{expr}._data":
             rec.checks.append(f"if {expr}._data is not {src}: raise MISMATCH(False, True)")
+        elif t._gf is not None and _graph_consumed(t._gf):
+            # a graph a backward consumed (``prev = self.last_loss.detach()`` of the loss the last call stored): its
+            # values are all the call can read (a backward through it raises), so any consumed one will do; keyed
+            # by identity, every call (each stores a new loss) captured again
+            rec.checks.append(f"if {expr}._gf is not None and not CONSUMEDQ({expr}._gf): raise MISMATCH(False, True)")
         elif t._gf is not None:
             rec.checks.append(f"if {expr} is not {rec.const(t)}: raise MISMATCH(False, True)")
         else:

@@ -246,6 +246,11 @@ def consumed_node_type(name: str) -> type:
     return cls
 
 
+def graph_consumed(fn: Any) -> bool:
+    """:func:`_graph_consumed` at a replay's check: a replay's stand-in at once, eager's graph walked."""
+    return isinstance(fn, ConsumedNode) or _graph_consumed(fn)
+
+
 def with_consumed_graph(t: Tensor, node_type: type) -> Tensor:
     """A replay's returned tensor whose captured graph was consumed by the call's backward (see ConsumedNode)."""
     t._rg = True
