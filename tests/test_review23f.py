@@ -281,3 +281,32 @@ def test_a_step_reading_the_loss_it_stored_last_call_replays(device):
     for (a, ra), (b, rb) in zip(run(False), run(True)):
         close(device, a, b, "loss + previous loss")
         assert ra is rb is True
+
+
+def test_checkpoint_without_use_reentrant_warns_pytorchs_words(device):
+    """PyTorch 2.13: ``checkpoint`` without ``use_reentrant`` warns "... Starting in PyTorch 2.9, calling checkpoint
+    without use_reentrant will raise an exception. ..." and ``checkpoint_sequential`` "torch.utils.checkpoint.
+    checkpoint_sequential: the use_reentrant parameter should be passed explicitly. In version 2.9 we will raise
+    ...".  coretorch warned an older text ("In version 2.5 we will raise ...") for both.  Both still run as
+    ``use_reentrant=True``: the result is the plain call's."""
+    import warnings
+
+    from coretorch.utils.checkpoint import checkpoint, checkpoint_sequential
+
+    torch.manual_seed(0)
+    seq = nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 2)).to(device)
+    x = torch.randn(2, 3).to(device).requires_grad_()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        a = checkpoint(seq, x)
+        b = checkpoint_sequential(seq, 2, x)
+    texts = [str(m.message) for m in w]
+    assert texts[0].startswith("torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
+                               "Starting in PyTorch 2.9, calling checkpoint without use_reentrant will raise an "
+                               "exception. use_reentrant=False is recommended")
+    assert texts[1].startswith("torch.utils.checkpoint.checkpoint_sequential: the use_reentrant parameter should be "
+                               "passed explicitly. In version 2.9 we will raise an exception if use_reentrant is not "
+                               "passed.")
+    assert len(texts) == 2
+    close(device, seq(x), a, "checkpoint")
+    close(device, seq(x), b, "checkpoint_sequential")
