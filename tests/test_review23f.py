@@ -125,6 +125,28 @@ def test_compile_rejects_a_dynamic_that_is_not_a_bool(dynamic):
         deco(lambda a: a)
     for ok in (True, False, None):
         assert torch.compile(lambda a: a + 1, dynamic=ok)(torch.zeros(1)).tolist() == [1.0]
+    torch.compile(lambda a: a, dynamic=dynamic, disable=True)  # (PyTorch: disable returns before the check)
+    m = nn.Linear(2, 2)
+    with pytest.raises(AssertionError, match="Expected enable to be a bool"):
+        m.compile(dynamic=dynamic)
+    m.compile(dynamic=dynamic, disable=True)
+
+
+def test_module_compile_takes_torch_compiles_arguments_only():
+    """PyTorch: ``Module.compile(*args, **kwargs)`` passes them to ``torch.compile``: a misspelt keyword raises
+    ``TypeError: compile() got an unexpected keyword argument 'fulgraph'`` and a positional argument ``TypeError:
+    compile() takes from 0 to 1 positional arguments but 2 were given``.  coretorch's accepted anything (the
+    misspelt option silently ignored)."""
+    m = nn.Linear(2, 2)
+    with pytest.raises(TypeError, match="compile\\(\\) got an unexpected keyword argument 'fulgraph'"):
+        m.compile(fulgraph=True)
+    with pytest.raises(TypeError, match="^compile\\(\\) takes from 0 to 1 positional arguments but 2 were given$"):
+        m.compile(True)
+    m.compile(fullgraph=True, mode="lite", dynamic=False)
+    x = torch.randn(3, 2)
+    for _ in range(3):
+        out = m(x)
+    np.testing.assert_array_equal(out.detach().numpy(), F.linear(x, m.weight, m.bias).detach().numpy())
 
 
 def test_dynamo_decorators_module_holds_mark_dynamic_and_mark_unbacked(device):

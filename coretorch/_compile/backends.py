@@ -71,6 +71,13 @@ def _check_backend(backend: Any) -> bool:
     return _BACKENDS[backend][1]
 
 
+def check_dynamic(dynamic: Any) -> None:
+    """PyTorch's check of ``compile(dynamic=...)``, made where it compiles (a decorator's only once given the
+    function; not under ``disable=True``): True, False or None."""
+    if dynamic is not None and type(dynamic) is not bool:
+        raise AssertionError(f"Expected enable to be a bool, got {type(dynamic)}")
+
+
 def resolve(backend: Any = "inductor", mode: Any = None, options: Any = None) -> Choice:
     """A compile call's choice, checked as PyTorch checks it: ``mode`` and ``options`` not both, a known mode, known
     option names (``torch._inductor.config``'s, and coretorch's ``host_fusion``), a known backend."""
