@@ -51,12 +51,17 @@ def compile(model=None, *, fullgraph: _bool = False, dynamic=None, backend=None,
 def _module_compile(self, *args, **kwargs) -> None:
     """``Module.compile()``: in place, as PyTorch's; the module's calls are captured and replayed from now on."""
     from ._compile import compile_in_place
-    from ._compile.backends import resolve
+    from ._compile.backends import check_dynamic
     from ._compile.optimized import _uncompiled_forward
-    resolve(kwargs.get("backend"), kwargs.get("mode"), kwargs.get("options"))
+    # PyTorch's Module.compile passes its arguments to torch.compile: its signature (a misspelt keyword, a second
+    # positional argument raise TypeError) and its checks of backend, mode and options (a call that compiles nothing)
+    if args:  # (torch.compile takes the model only positionally: its TypeError, word for word)
+        compile(self, *args, **kwargs)
+    compile(self, **{**kwargs, "disable": True})
     if kwargs.get("disable", False):   # PyTorch: the compiled call is replaced by the plain one
         _uncompiled_forward(self)
     else:
+        check_dynamic(kwargs.get("dynamic"))
         compile_in_place(self, fullgraph=bool(kwargs.get("fullgraph", False)),
                          recompile_limit=kwargs.get("recompile_limit"), mode=kwargs.get("mode"),
                          options=kwargs.get("options"), backend=kwargs.get("backend"))

@@ -422,6 +422,8 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend
                                   isolate_recompiles=isolate_recompiles, shapes_spec=shapes_spec)
     if not callable(model):
         raise RuntimeError("torch.compile: the model must be callable (an nn.Module or a function)")
+    if not disable:
+        _backends.check_dynamic(dynamic)
     if disable or isinstance(model, (CompiledFunction, OptimizedModule, ModuleCapture)):
         return model
     if isinstance(model, Module):

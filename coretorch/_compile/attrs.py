@@ -11,9 +11,10 @@ torch.ones(1, requires_grad=True)``: its ``.grad`` is accumulated) stays keyed b
 What a replay cannot repeat is a graph break (:func:`stored`): storing an argument, a view (but a detached one of a
 tensor the call made: truncated BPTT's ``self.h = h.detach()``), an array made outside
 the recorded kernels, a tensor whose autograd graph is still needed after a compiled function (a replay's tensors
-carry none; a compiled module's forward gives the attribute an output of its ``CompiledFunctionBackward`` node
-instead, see ``module.py``).  Checked at the capture, and one test per read attribute at a replay's start
-(:func:`on_load`: an attribute read with an autograd graph is keyed by identity there, as before).
+carry none: one the call's backward consumed gets a stand-in of its freed graph, ``results.ConsumedNode``; a compiled
+module's forward gives the attribute an output of its ``CompiledFunctionBackward`` node instead, see ``module.py``).
+Checked at the capture, and one test per read attribute at a replay's start (:func:`on_load`: an attribute read with
+an autograd graph is keyed by identity there, as before).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from ..nn.utils import parametrize as _parametrize
 from ..tensor import Tensor
 from . import versions as _versions
 from .keyvalues import _TENSOR_OWN, user_attrs
-from .results import _graph_consumed
+from .results import _graph_consumed, consumed_node_type
 
 
 def eligible(v: Any) -> bool:
@@ -90,6 +91,11 @@ def on_load(rec: Any, src: str, found: list) -> None:
     for expr, t in found:
         if src != f"{expr}._data":
             rec.checks.append(f"if {expr}._data is not {src}: raise MISMATCH(False, True)")
+        elif t._gf is not None and _graph_consumed(t._gf):
+            # a graph a backward consumed (``prev = self.last_loss.detach()`` of the loss the last call stored): its
+            # values are all the call can read (a backward through it raises), so any consumed one will do; keyed
+            # by identity, every call (each stores a new loss) captured again
+            rec.checks.append(f"if {expr}._gf is not None and not CONSUMEDQ({expr}._gf): raise MISMATCH(False, True)")
         elif t._gf is not None:
             rec.checks.append(f"if {expr} is not {rec.const(t)}: raise MISMATCH(False, True)")
         else:
@@ -123,7 +129,11 @@ def stored(rec: Any, expr: str, t: Any, outputs: list | None) -> str | None:
 
 
 def _make(rec: Any, t: Tensor) -> str:
-    return f"MAKE({rec.var[id(t._data)]}, {rec.const(t.dtype)}, {rec.const(t._be)}{_versions.made(t)})"
+    src = f"MAKE({rec.var[id(t._data)]}, {rec.const(t.dtype)}, {rec.const(t._be)}{_versions.made(t)})"
+    if t._gf is not None:  # (its graph is consumed by the call's end, else a graph break: see check_graphs) eager's
+        # attribute keeps that graph (``self.last_loss = loss``: requires_grad, its grad_fn's name), as a result
+        src = f"CONSUMED({src}, {rec.const(consumed_node_type(type(t._gf).__name__))})"
+    return src
 
 
 def _unstorable(rec: Any, t: Any) -> str | None:

@@ -27,7 +27,8 @@ _BACKENDS: dict[str, tuple[tuple[str, ...], bool]] = {
     "inductor": ((), True), "cudagraphs": ((), False), "eager": (("debug",), False),
     "aot_eager": (("debug",), False)}
 _default = ["inductor"]
-_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# PyTorch's modes in its order (the error lists them so; ``torch._inductor.list_mode_options`` holds their options)
+_MODES = (None, "default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
 _local = threading.local()  # the backend of the capture running in this thread (see capture_settings)
 
 
@@ -68,6 +69,13 @@ def _check_backend(backend: Any) -> bool:
         raise InvalidBackend(f"Invalid backend: {backend!r}, see `torch._dynamo.list_backends()` for available "
                              f"backends.")
     return _BACKENDS[backend][1]
+
+
+def check_dynamic(dynamic: Any) -> None:
+    """PyTorch's check of ``compile(dynamic=...)``, made where it compiles (a decorator's only once given the
+    function; not under ``disable=True``): True, False or None."""
+    if dynamic is not None and type(dynamic) is not bool:
+        raise AssertionError(f"Expected enable to be a bool, got {type(dynamic)}")
 
 
 def resolve(backend: Any = "inductor", mode: Any = None, options: Any = None) -> Choice:

@@ -27,7 +27,7 @@ _FIRST = frozenset({"assign_", "setitem_", "index_put_", "index_reduce_", "iadd"
 _REPORTING = frozenset({"check_index", "check_values", "nll_loss"})
 _LOADISH = re.compile(r"^(?:a\d+ = |if )")  # a load, a host read, a check
 _QUIET = re.compile(r"^(?:a\d+ = |if |[\w\[\]'\". ]+"
-                    r"(?:\._data = |\._rg = |\._vc\[0\] \+= | = None$| = MAKE\(| = NEWGRAD\())")
+                    r"(?:\._data = |\._rg = |\._vc\[0\] \+= | = None$| = MAKE\(| = NEWGRAD\(| = CONSUMED\(MAKE\())")
 
 
 def _mem(rec: Recorder, v: str) -> int:

@@ -58,8 +58,8 @@ _FRESH = ELEMENTWISE | {"matmul"}
 _VAR = re.compile(r"\ba\d+\b")
 # lines that only rebind state (load an array into a variable, write a tensor's array or .grad back): no barrier
 _LOAD = re.compile(r"^a\d+ = [A-Za-z_][\w\[\]'\". ]*$")
-_WRITE_BACK = re.compile(r"^c\d+[\w\[\]'\". ]* = ((NEWGRAD\(c\d+[\w\[\]'\". ]*, )?"
-                         r"MAKE\(a\d+, c\d+, c\d+(, version=\[\d+\])?\)(?(2)\))|a\d+|None|True|False)$")
+_WRITE_BACK = re.compile(r"^c\d+[\w\[\]'\". ]* = ((NEWGRAD\(c\d+[\w\[\]'\". ]*, |CONSUMED\()?"
+                         r"MAKE\(a\d+, c\d+, c\d+(, version=\[\d+\])?\)(?(2)(\)|, c\d+\)))|a\d+|None|True|False)$")
 
 
 class FusedProgram:

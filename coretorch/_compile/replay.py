@@ -22,6 +22,7 @@ from .roots_state import iter_position, iterators_of, persistent_of, scheduler_c
 from .hostrng import host_rng_state
 from .modes import modes as _modes
 from .results import _new_grad, _rebuilt_dict, _rebuilt_object, _root, _view, _with_grad
+from .results import graph_consumed, with_consumed_graph
 from .config import config
 
 
@@ -47,7 +48,8 @@ _GLOBALS = {"MAKE": _make, "CHK": _changed, "HAB": _orig_host_all_below, "CP": _
             "TKEY": _tensor_key, "SKEY": _state_key, "MEMOF": _memory_of, "VIEW": _view, "REDICT": _rebuilt_dict,
             "REOBJ": _rebuilt_object, "GRAD": _with_grad, "NEWGRAD": _new_grad, "POSOF": fusion.position, "ROOT": _root,
             "RNGSAVE": _rngundo.save, "RNGBACK": _rngundo.back, "RNGEND": _rngundo.end, "TAILREAD": _tail.tail_read,
-            "APPEND": _tail.append}
+            "APPEND": _tail.append, "CONSUMED": with_consumed_graph,
+            "CONSUMEDQ": graph_consumed}
 
 
 _VAR = re.compile(r"\ba\d+\b")

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import _FREED, ACCUMULATE_LOCK
+from ..autograd.graph import _FREED, ACCUMULATE_LOCK, Node
 from ..nn.modules.module import Module
 from ..optim import optimizer as _optim
 from ..tensor import Tensor, _make
@@ -115,6 +115,11 @@ class ResultEncoding:
             if m is None:
                 self.graph_break("the result holds an array made outside the recorded kernels")
                 return "None"
+            if obj.grad_fn is not None and not m[0].startswith("CONSUMED("):
+                # eager's result keeps its (consumed) graph: requires_grad, a grad_fn of its name, a second
+                # backward raising; a plain tensor would also key the next call's requires_grad guard otherwise
+                node = self.const(consumed_node_type(type(obj.grad_fn).__name__))
+                m[0], m[3] = f"CONSUMED({m[0]}, {node})", f"CONSUMED({m[3]}, {node})"
             m[1] += 1
             return f"\0{m[2]}\0"
         if isinstance(obj, list) and id(obj) in self.persistent:  # a list that outlives the call: itself
@@ -217,6 +222,40 @@ def _rebuilt_object(template: Any, attrs: dict) -> Any:
     out = copy.copy(template)
     out.__dict__.update(attrs)
     return out
+
+
+class ConsumedNode(Node):
+    """The ``grad_fn`` of a replay's result whose graph the call's backward consumed (a training step's ``loss``):
+    eager returns the loss with its graph, freed, so the replay's keeps ``requires_grad``, ``is_leaf`` False and the
+    node's name, and a backward through it raises eager's "backward through the graph a second time" error."""
+
+    _saved = _FREED
+
+    def backward(self, *grads: Any) -> Any:
+        return self.saved()  # (raises: the saved tensors are freed)
+
+
+_CONSUMED_TYPES: dict = {}
+
+
+def consumed_node_type(name: str) -> type:
+    """A :class:`ConsumedNode` class named as the captured result's node (``MseLossBackward0``), made once per name."""
+    cls = _CONSUMED_TYPES.get(name)
+    if cls is None:
+        cls = _CONSUMED_TYPES[name] = type(name, (ConsumedNode,), {"__module__": __name__})
+    return cls
+
+
+def graph_consumed(fn: Any) -> bool:
+    """:func:`_graph_consumed` at a replay's check: a replay's stand-in at once, eager's graph walked."""
+    return isinstance(fn, ConsumedNode) or _graph_consumed(fn)
+
+
+def with_consumed_graph(t: Tensor, node_type: type) -> Tensor:
+    """A replay's returned tensor whose captured graph was consumed by the call's backward (see ConsumedNode)."""
+    t._rg = True
+    t._gf = node_type()
+    return t
 
 
 def _with_grad(t: Tensor, grad: Tensor) -> Tensor:

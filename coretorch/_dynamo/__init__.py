@@ -67,6 +67,9 @@ def mark_static(t: Any, index: Any = None) -> None:
     """Accepted: a capture is specialised to its sizes already (see the module docstring)."""
 
 
-def mark_static_address(t: Any, guard: bool = True) -> None:
+def mark_static_address(t: Any, guard: bool = False) -> None:
     """Accepted: a replay reads its arguments' memory where it is at each call."""
     _check(t, "mark_static_address")
+
+
+from . import decorators  # noqa: E402  (its functions are the ones above)

@@ -69,7 +69,12 @@ def list_options() -> list[str]:
     return sorted(config.get_config_copy())
 
 
-_MODE_OPTIONS = {"default": {}, "reduce-overhead": {"triton.cudagraphs": True},
+# PyTorch's "lite" mode: opt-in optimizations only (its passes, dead-code elimination and buffer reuse off)
+_LITE = {"fallback_by_default": True, "selective_decompose": True, "reorder_for_peak_memory": False,
+         "reorder_for_compute_comm_overlap": False, "triton.reorder_for_reducing_graph_partitions": False,
+         "use_pre_grad_passes": False, "use_joint_graph_passes": False, "use_post_grad_passes": False,
+         "use_dce": False, "allow_buffer_reuse": False}
+_MODE_OPTIONS = {"default": {}, "lite": _LITE, "reduce-overhead": {"triton.cudagraphs": True},
                  "max-autotune-no-cudagraphs": {"max_autotune": True, "coordinate_descent_tuning": True},
                  "max-autotune": {"max_autotune": True, "triton.cudagraphs": True, "coordinate_descent_tuning": True}}
 
@@ -78,4 +83,6 @@ def list_mode_options(mode: str | None = None, dynamic: bool | None = None) -> d
     """The options each ``compile`` mode sets (of ``mode``, or all of them by mode), as PyTorch's."""
     if mode is None:
         return {m: dict(v) for m, v in _MODE_OPTIONS.items()}
+    if mode not in _MODE_OPTIONS:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(_MODE_OPTIONS)}")
     return dict(_MODE_OPTIONS[mode])

@@ -7,11 +7,17 @@ import warnings
 
 __all__ = ["checkpoint", "checkpoint_sequential"]
 
-_REENTRANT_WARNING = ("torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. In version "
-                      "2.5 we will raise an exception if use_reentrant is not passed. use_reentrant=False is "
-                      "recommended, but if you need to preserve the current default behavior, you can pass "
-                      "use_reentrant=True. Refer to docs for more details on the differences between the two "
-                      "variants.")
+# PyTorch's two warnings, word for word (checkpoint's was reworded for 2.9; checkpoint_sequential's was not)
+_REENTRANT_WARNING = ("torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. Starting in "
+                      "PyTorch 2.9, calling checkpoint without use_reentrant will raise an exception. "
+                      "use_reentrant=False is recommended, but if you need to preserve the current default behavior, "
+                      "you can pass use_reentrant=True. Refer to docs for more details on the differences between the "
+                      "two variants.")
+_SEQUENTIAL_WARNING = ("torch.utils.checkpoint.checkpoint_sequential: the use_reentrant parameter should be passed "
+                       "explicitly. In version 2.9 we will raise an exception if use_reentrant is not passed. "
+                       "use_reentrant=False is recommended, but if you need to preserve the current default behavior, "
+                       "you can pass use_reentrant=True. Refer to docs for more details on the differences between "
+                       "the two variants.")
 
 
 def checkpoint(function, *args, use_reentrant: bool | None = None, context_fn=None, determinism_check: str = "default",
@@ -70,7 +76,7 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool |
         Tensor: the last function's output.
     """
     if use_reentrant is None:
-        warnings.warn(_REENTRANT_WARNING, UserWarning, stacklevel=2)
+        warnings.warn(_SEQUENTIAL_WARNING, UserWarning, stacklevel=2)
         use_reentrant = True
     kwargs.pop("preserve_rng_state", True)
     if kwargs:
