@@ -7,7 +7,7 @@ identity ``autograd.Function`` around the module's inputs and outputs), ``state_
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import functools
 from collections import OrderedDict
@@ -63,6 +63,8 @@ class Module:
     """Base class for all neural network modules (``coretorch.nn.Module``)."""
 
     dump_patches: bool = False
+    # (PyTorch's type variable of state_dict's destination: a class attribute, so no buffer may take its name)
+    T_destination = TypeVar("T_destination", bound=dict[str, Any])
     _version: int = 1
     training: bool
     call_super_init: bool = False
@@ -123,8 +125,8 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(torch Tensor or None required)")
-        if isinstance(tensor, Buffer):
-            persistent = tensor.persistent
+        # (an nn.Buffer's own ``persistent`` counts only when it is assigned as an attribute: register_buffer
+        # takes its ``persistent`` argument, as PyTorch's does)
         for hook in _global_buffer_registration_hooks.values():
             output = hook(self, name, tensor)
             if output is not None:
@@ -319,7 +321,7 @@ class Module:
                         persistent = value.persistent
                     else:
                         persistent = name not in self._non_persistent_buffers_set
-                    remove_from(d, self._parameters, self._modules)
+                    # (no name is removed: a plain attribute of that name makes register_buffer raise, as PyTorch)
                     self.register_buffer(name, value, persistent)
                 else:
                     object.__setattr__(self, name, value)

@@ -1,0 +1,61 @@
+"""Review 23d (eager): the nn.Module API and the containers, second pass — buffer registration and persistence,
+attribute replacement rules, the registration name checks, Flatten/Unflatten arguments, parametrize and the module
+hooks — each against PyTorch 2.13's behaviour (its ``torch/nn/modules/module.py`` is the spec)."""
+import pytest
+
+import coretorch as torch
+from coretorch import nn
+
+
+# ---- buffers ---------------------------------------------------------------------------------------------------
+def test_register_buffer_takes_its_persistent_argument_not_the_buffer_s(device):
+    """PyTorch: ``register_buffer(name, t, persistent=True)`` decides persistence from its argument alone; an
+    ``nn.Buffer``'s own ``persistent`` counts only when the Buffer is assigned as an attribute. Before: the
+    Buffer's flag overrode the argument, so ``register_buffer("x", nn.Buffer(t, persistent=False))`` silently
+    left ``x`` out of state_dict (and ``persistent=False`` with a default Buffer put it in)."""
+    m = nn.Module()
+    m.register_buffer("x", nn.Buffer(torch.zeros(2, device=device), persistent=False))
+    assert list(m.state_dict()) == ["x"]
+    assert m._non_persistent_buffers_set == set()
+    m.register_buffer("y", nn.Buffer(torch.zeros(1, device=device)), persistent=False)
+    assert list(m.state_dict()) == ["x"]
+    assert m._non_persistent_buffers_set == {"y"}
+    m.z = nn.Buffer(torch.zeros(1, device=device), persistent=False)  # attribute assignment: the Buffer's flag
+    assert list(m.state_dict()) == ["x"]
+    assert m._non_persistent_buffers_set == {"y", "z"}
+
+
+def test_assigning_a_buffer_over_a_plain_attribute_raises_key_error():
+    """PyTorch: ``m.p = nn.Buffer(t)`` where ``p`` is a plain attribute goes to register_buffer, which refuses
+    the existing name (KeyError "attribute 'p' already exists") and leaves the attribute. Before: the plain
+    attribute was silently deleted and replaced by a buffer."""
+    m = nn.Module()
+    m.p = 1
+    with pytest.raises(KeyError, match="attribute 'p' already exists"):
+        m.p = nn.Buffer(torch.zeros(1))
+    assert m.p == 1 and "p" not in m._buffers
+
+
+def test_t_destination_is_a_module_class_attribute():
+    """PyTorch: ``Module.T_destination`` is a class attribute (state_dict's type variable), so a buffer may not
+    take that name (KeyError "attribute 'T_destination' already exists"). Before: no such attribute, and the
+    buffer was registered."""
+    assert hasattr(nn.Module, "T_destination")
+    with pytest.raises(KeyError, match="attribute 'T_destination' already exists"):
+        nn.Linear(1, 1).register_buffer("T_destination", None)
+
+
+# ---- Flatten / Unflatten -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dim", ["B", 1.0])
+def test_unflatten_checks_dim_in_forward_not_in_init(device, dim):
+    """PyTorch 2.13: ``nn.Unflatten(dim, sizes)`` checks only the sizes when built (its repr shows the dim as
+    given); a dim that is no int fails in forward, in Tensor.unflatten (TypeError naming 'dim'). Before: the
+    constructor raised TypeError("invalid argument type for dim parameter")."""
+    u = nn.Unflatten(dim, (2, 5))
+    assert repr(u) == f"Unflatten(dim={dim}, unflattened_size=(2, 5))"
+    with pytest.raises(TypeError, match="unflatten.*dim"):
+        u(torch.zeros(3, 10, device=device))
+    with pytest.raises(TypeError, match="unflattened_size must be tuple of ints, but found element of type "
+                                        "tuple at pos 0"):
+        nn.Unflatten(dim, (("a", 2), ("b", 5)))
+    assert nn.Unflatten(1, (2, 5))(torch.zeros(3, 10, device=device)).shape == (3, 2, 5)
