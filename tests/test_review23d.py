@@ -59,3 +59,62 @@ def test_unflatten_checks_dim_in_forward_not_in_init(device, dim):
                                         "tuple at pos 0"):
         nn.Unflatten(dim, (("a", 2), ("b", 5)))
     assert nn.Unflatten(1, (2, 5))(torch.zeros(3, 10, device=device)).shape == (3, 2, 5)
+
+
+# ---- parametrize -------------------------------------------------------------------------------------------------
+P = nn.utils.parametrize
+
+
+class _Split(nn.Module):
+    """A parametrization in terms of two tensors (``is_tensor`` False)."""
+
+    def __init__(self, scale: bool = False) -> None:
+        super().__init__()
+        if scale:
+            self.s = nn.Parameter(torch.full((), 3.0))
+
+    def forward(self, a, b):
+        return (a + b) * self.s if hasattr(self, "s") else a + b
+
+    def right_inverse(self, x):
+        return x / 2, x / 2
+
+
+def test_removing_a_multi_tensor_parametrization_makes_a_buffer_when_nothing_needs_grad(device):
+    """PyTorch: remove_parametrizations(leave_parametrized=True) of a parametrization of several tensors keeps
+    ``Parameter(t) if t.requires_grad else t`` — a frozen weight comes back as a buffer. Before: a Parameter
+    whenever the first original was one (a frozen weight stayed in ``parameters()``)."""
+    lin = nn.Linear(2, 2).to(device)
+    lin.weight.requires_grad_(False)
+    want = lin.weight.detach().clone()
+    P.register_parametrization(lin, "weight", _Split())
+    P.remove_parametrizations(lin, "weight")
+    assert "weight" in lin._buffers and "weight" not in lin._parameters
+    assert type(lin.weight) is torch.Tensor and not lin.weight.requires_grad
+    assert torch.allclose(lin.weight, want)
+    assert [n for n, _ in lin.named_parameters()] == ["bias"]
+
+
+def test_removing_a_multi_tensor_parametrization_makes_a_parameter_when_its_own_parameter_needs_grad(device):
+    """PyTorch: the kept value is computed with grad mode on, so a buffer parametrized by a module with a
+    parameter of its own comes back as a (leaf) Parameter. Before: the value was computed under no_grad and,
+    the originals being buffers, registered as a buffer."""
+    m = nn.Module()
+    m.register_buffer("b", torch.ones(2, device=device))
+    P.register_parametrization(m, "b", _Split(scale=True))
+    P.remove_parametrizations(m, "b")
+    assert "b" in m._parameters and isinstance(m.b, nn.Parameter)
+    assert m.b.requires_grad and m.b.is_leaf and m.b.grad_fn is None
+    assert m.b.tolist() == [3.0, 3.0]
+
+
+def test_pickling_a_parametrized_module_names_pytorch_s_page():
+    """PyTorch's message when a parametrized module is pickled or copied: it points at the tutorial's section on
+    checkpoints. Before: the URL lacked the section anchor."""
+    import copy
+    lin = nn.Linear(2, 2)
+    P.register_parametrization(lin, "weight", _Split())
+    with pytest.raises(RuntimeError, match=r"only supported through state_dict\(\)\. See:\n.*saving_loading_models"
+                                           r"\.html#saving-loading-a-general-checkpoint-for-inference-and-or-"
+                                           r"resuming-training$"):
+        copy.copy(lin)

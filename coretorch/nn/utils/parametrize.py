@@ -149,7 +149,8 @@ def _inject_new_class(module: Module) -> None:
 
     def getstate(self):
         raise RuntimeError("Serialization of parametrized modules is only supported through state_dict(). See:\n"
-                           "https://pytorch.org/tutorials/beginner/saving_loading_models.html")
+                           "https://pytorch.org/tutorials/beginner/saving_loading_models.html"
+                           "#saving-loading-a-general-checkpoint-for-inference-and-or-resuming-training")
 
     def default_deepcopy(self, memo):
         # as PyTorch: a parametrized module refuses pickling but deep-copies (copy.deepcopy calls __deepcopy__
@@ -274,12 +275,10 @@ def remove_parametrizations(module: Module, tensor_name: str, leave_parametrized
         if not leave_parametrized:
             raise ValueError("Cannot leave unparametrized (`leave_parametrized=False`) a tensor that is parametrized "
                              "in terms of a sequence of tensors.")
-        with no_grad():
-            t = getattr(module, tensor_name)
-        if isinstance(parametrizations.original0, Parameter):
-            original = Parameter(t.detach(), parametrizations.original0.requires_grad)
-        else:
-            original = t.detach()
+        # as PyTorch: computed with grad mode on, and a Parameter exactly when the value requires grad (any
+        # original, or a parameter of the parametrization itself); else a buffer holding the value
+        t = getattr(module, tensor_name)
+        original = Parameter(t.detach()) if t.requires_grad else t.detach()
     delattr(module.__class__, tensor_name)
     del module.parametrizations[tensor_name]
     _register_parameter_or_buffer(module, tensor_name, original)
