@@ -254,6 +254,10 @@ class Tensor(_TensorAPI):
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Set ``requires_grad`` in place (default True); returns ``self``."""
+        if type(requires_grad) is not bool:  # (PyTorch's argument parser: a truthy 1, "x" or tensor is refused)
+            kind = type(requires_grad)
+            raise TypeError("requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
+                            + (f"numpy.{kind.__name__}" if kind.__module__ == "numpy" else kind.__name__))
         self.requires_grad = requires_grad
         return self
 

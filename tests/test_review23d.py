@@ -118,3 +118,19 @@ def test_pickling_a_parametrized_module_names_pytorch_s_page():
                                            r"\.html#saving-loading-a-general-checkpoint-for-inference-and-or-"
                                            r"resuming-training$"):
         copy.copy(lin)
+
+
+# ---- requires_grad_ ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("value", [0, 1, "no", None])
+def test_requires_grad_refuses_a_value_that_is_no_bool(device, value):
+    """PyTorch: ``Tensor.requires_grad_`` (and so ``Module.requires_grad_``) takes a bool only: TypeError
+    "requires_grad_(): argument 'requires_grad' (position 1) must be bool, not int". Before: any value was taken
+    by its truth, so ``model.requires_grad_("no")`` silently un-froze the model and ``0`` froze it."""
+    lin = nn.Linear(2, 2).to(device)
+    with pytest.raises(TypeError, match=rf"requires_grad_\(\): argument 'requires_grad' \(position 1\) must be "
+                                        rf"bool, not {type(value).__name__}"):
+        lin.requires_grad_(value)
+    with pytest.raises(TypeError, match="must be bool"):
+        torch.zeros(1, device=device).requires_grad_(value)
+    assert lin.weight.requires_grad
+    assert lin.requires_grad_(False) is lin and not lin.weight.requires_grad
