@@ -134,3 +134,18 @@ def test_requires_grad_refuses_a_value_that_is_no_bool(device, value):
         torch.zeros(1, device=device).requires_grad_(value)
     assert lin.weight.requires_grad
     assert lin.requires_grad_(False) is lin and not lin.weight.requires_grad
+
+
+def test_parameter_checks_requires_grad_as_pytorch(device):
+    """PyTorch: ``nn.Parameter(data, requires_grad)`` goes through ``Tensor._make_subclass``, whose parser takes a
+    bool only (TypeError "_make_subclass(): argument 'require_grad' (position 3) must be bool, not int") and whose
+    dtype check says "Only Tensors of floating point and complex dtype can require gradients". Before:
+    ``requires_grad=0`` silently made a frozen parameter, and the message began with a lower-case "only"."""
+    with pytest.raises(TypeError, match=r"_make_subclass\(\): argument 'require_grad' \(position 3\) must be "
+                                        r"bool, not int"):
+        nn.Parameter(torch.zeros(1, device=device), requires_grad=0)
+    with pytest.raises(RuntimeError, match="^Only Tensors of floating point and complex dtype can require "
+                                           "gradients$"):
+        nn.Parameter(torch.zeros(2, dtype=torch.int64, device=device))
+    p = nn.Parameter(torch.zeros(2, dtype=torch.int64, device=device), requires_grad=False)
+    assert p.dtype == torch.int64 and not p.requires_grad
