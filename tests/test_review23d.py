@@ -149,3 +149,29 @@ def test_parameter_checks_requires_grad_as_pytorch(device):
         nn.Parameter(torch.zeros(2, dtype=torch.int64, device=device))
     p = nn.Parameter(torch.zeros(2, dtype=torch.int64, device=device), requires_grad=False)
     assert p.dtype == torch.int64 and not p.requires_grad
+
+
+class _OldStyle(nn.Module):
+    """A subclass written before register_buffer had ``persistent`` (as some libraries still are)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list = []
+        self.register_buffer("b", torch.zeros(1))
+
+    def register_buffer(self, name, tensor):  # the old two-argument signature
+        self.calls.append(name)
+        super().register_buffer(name, tensor)
+
+
+def test_assigning_a_buffer_to_a_subclass_with_an_old_register_buffer(device):
+    """PyTorch: ``module.b = tensor`` calls an overriding ``register_buffer`` without ``persistent`` where the
+    override does not take it, and refuses a non-persistent buffer there (RuntimeError). Before: it always
+    passed ``persistent``, so assigning any buffer of such a module raised TypeError."""
+    m = _OldStyle()
+    m.b = torch.ones(1, device=device)
+    m.b = nn.Buffer(torch.full((1,), 2.0, device=device))
+    assert m.calls == ["b", "b", "b"] and m.b.item() == 2.0 and list(m.state_dict()) == ["b"]
+    with pytest.raises(RuntimeError, match="Registering a non-persistent buffer on a Module subclass that "
+                                           "implements register_buffer\\(\\) without the persistent argument"):
+        m.b = nn.Buffer(torch.ones(1, device=device), persistent=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 import functools
+import inspect
 from collections import OrderedDict
 
 from ..._typename import typename as _typename
@@ -57,6 +58,19 @@ def _forward_unimplemented(self, *input):
     run.
     """
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+
+def _register_buffer_legacy(module: "Module", name: str, value, persistent: bool) -> None:
+    """``module.<name> = value`` for a subclass that overrides ``register_buffer``: PyTorch passes ``persistent``
+    only where the override takes it (libraries written before the argument existed), and refuses a
+    non-persistent buffer where it does not."""
+    if "persistent" in inspect.signature(module.register_buffer).parameters:
+        module.register_buffer(name, value, persistent)
+    elif not persistent:
+        raise RuntimeError("Registering a non-persistent buffer on a Module subclass that implements "
+                           "register_buffer() without the persistent argument is not allowed.")
+    else:
+        module.register_buffer(name, value)
 
 
 class Module:
@@ -322,7 +336,10 @@ class Module:
                     else:
                         persistent = name not in self._non_persistent_buffers_set
                     # (no name is removed: a plain attribute of that name makes register_buffer raise, as PyTorch)
-                    self.register_buffer(name, value, persistent)
+                    if type(self).register_buffer is Module.register_buffer:
+                        self.register_buffer(name, value, persistent)
+                    else:
+                        _register_buffer_legacy(self, name, value, persistent)
                 else:
                     object.__setattr__(self, name, value)
 
