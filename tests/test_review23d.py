@@ -175,3 +175,23 @@ def test_assigning_a_buffer_to_a_subclass_with_an_old_register_buffer(device):
     with pytest.raises(RuntimeError, match="Registering a non-persistent buffer on a Module subclass that "
                                            "implements register_buffer\\(\\) without the persistent argument"):
         m.b = nn.Buffer(torch.ones(1, device=device), persistent=False)
+
+
+# ---- a 0-d cpu parameter beside a device tensor (found through a parametrization's own parameter) -----------------
+@pytest.mark.parametrize("op", ["mul", "rmul", "add", "sub", "where", "matmul_mul"])
+def test_a_0d_cpu_parameter_used_with_a_device_tensor_gets_its_gradient(device, op):
+    """PyTorch: a 0-d CPU tensor is accepted as an operand beside a tensor of another device, and a 0-d CPU
+    parameter that requires grad gets its gradient (on the cpu) from backward — e.g. a learnable CPU temperature,
+    or a parametrization's own parameter on a module moved to the device. Before: the operand was copied to the
+    device as a plain array, so the result did not require grad and ``s.grad`` silently stayed None."""
+    s = nn.Parameter(torch.full((), 3.0))
+    b = torch.arange(2.0, device=device)
+    fns = {"mul": lambda: b * s, "rmul": lambda: s * b, "add": lambda: b + s, "sub": lambda: s - b,
+           "where": lambda: torch.where(b > 0, s, b), "matmul_mul": lambda: (b @ b) * s}
+    want = {"mul": 1.0, "rmul": 1.0, "add": 2.0, "sub": 2.0, "where": 1.0, "matmul_mul": 1.0}
+    out = fns[op]()
+    assert out.requires_grad and out.device == b.device
+    out.sum().backward()
+    assert s.grad is not None and s.grad.device.type == "cpu" and s.grad.item() == want[op]
+    with torch.no_grad():
+        assert not (b * s).requires_grad
