@@ -195,3 +195,31 @@ def test_a_0d_cpu_parameter_used_with_a_device_tensor_gets_its_gradient(device, 
     assert s.grad is not None and s.grad.device.type == "cpu" and s.grad.item() == want[op]
     with torch.no_grad():
         assert not (b * s).requires_grad
+
+
+def test_assigning_a_value_of_another_device_to_a_parametrized_tensor_raises(device):
+    """PyTorch: assigning to a parametrized tensor stores ``right_inverse(value)`` with ``original.set_``, which
+    refuses a value on another device (RuntimeError "Attempted to set the storage of a tensor on device ... to a
+    storage on different device ..."). Before: the original silently moved to the value's device (a cpu value
+    assigned to an opencl module's weight left that weight on the cpu). On the cpu backend: the same-device
+    store still works."""
+    lin = nn.Linear(2, 2).to(device)
+    P.register_parametrization(lin, "weight", _Half())
+    if lin.weight.device.type != "cpu":
+        with pytest.raises(RuntimeError, match=r'Attempted to set the storage of a tensor on device "\S+" to a '
+                                               r'storage on different device "cpu"'):
+            lin.weight = torch.ones(2, 2)
+        assert lin.parametrizations.weight.original.device == lin.bias.device
+    lin.weight = torch.ones(2, 2, device=device)
+    assert lin.weight.cpu().tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    assert lin.parametrizations.weight.original.cpu().tolist() == [[0.5, 0.5], [0.5, 0.5]]
+
+
+class _Half(nn.Module):
+    """``2 * x``, with its inverse."""
+
+    def forward(self, x):
+        return 2 * x
+
+    def right_inverse(self, x):
+        return x / 2

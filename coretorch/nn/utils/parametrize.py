@@ -44,7 +44,11 @@ def _register_parameter_or_buffer(module: Module, name: str, x: Tensor) -> None:
 
 
 def _set_data(dst: Tensor, src: Tensor) -> None:
-    """Replace ``dst``'s data keeping the object (PyTorch's ``set_`` here)."""
+    """Replace ``dst``'s data keeping the object (PyTorch's ``set_`` here, which refuses another device: the
+    original would silently move, e.g. to the cpu of a value assigned to a device module's weight)."""
+    if src.device != dst.device:
+        raise RuntimeError(f"Attempted to set the storage of a tensor on device \"{dst.device}\" to a storage on "
+                           f"different device \"{src.device}\".  This is no longer allowed; the devices must match.")
     dst.data = src.detach().clone() if src is dst else src.detach()
 
 
