@@ -106,6 +106,11 @@ class Tensor(_TensorAPI):
                             f"possible. Make sure your class inherits from Tensor (got {cls!r}).")
         if not isinstance(data, Tensor):
             raise TypeError(f"_make_subclass(): argument 'data' must be Tensor, not {type(data).__name__}")
+        if type(require_grad) is not bool:  # (PyTorch's argument parser: Parameter(t, requires_grad=0) raises)
+            raise TypeError("_make_subclass(): argument 'require_grad' (position 3) must be bool, not "
+                            f"{type(require_grad).__name__}")
+        if require_grad and not (data.dtype.is_floating_point or data.dtype.is_complex):
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t = object.__new__(cls)
         root = data._vbase
         _init(t, data._data, data.dtype, data._be, version=data._vc, base=root)
@@ -254,6 +259,10 @@ class Tensor(_TensorAPI):
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Set ``requires_grad`` in place (default True); returns ``self``."""
+        if type(requires_grad) is not bool:  # (PyTorch's argument parser: a truthy 1, "x" or tensor is refused)
+            kind = type(requires_grad)
+            raise TypeError("requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
+                            + (f"numpy.{kind.__name__}" if kind.__module__ == "numpy" else kind.__name__))
         self.requires_grad = requires_grad
         return self
 

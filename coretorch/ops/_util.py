@@ -87,10 +87,18 @@ def align_devices(op: str, a: Tensor, b: Tensor):
     if a.device == b.device:
         return a, b
     if b.ndim == 0 and b._be.type == "cpu":
-        return a, _make(a._be.from_numpy(_host_copy(b)), b.dtype, a._be)
+        return a, _scalar_to(b, a)
     if a.ndim == 0 and a._be.type == "cpu":
-        return _make(b._be.from_numpy(_host_copy(a)), a.dtype, b._be), b
+        return _scalar_to(a, b), b
     raise device_mismatch(op, a, b)
+
+
+def _scalar_to(t: Tensor, like: Tensor) -> Tensor:
+    """The 0-d cpu operand ``t`` on ``like``'s device: a differentiable copy where it requires grad (PyTorch sends
+    its gradient back to the cpu scalar, e.g. a learnable cpu temperature), else a plain host copy."""
+    if t._rg and _gs.enabled:
+        return t.to(like.device)
+    return _make(like._be.from_numpy(_host_copy(t)), t.dtype, like._be)
 
 
 def _host_copy(t: Tensor):

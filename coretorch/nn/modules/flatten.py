@@ -30,10 +30,8 @@ class Unflatten(Module):
 
     def __init__(self, dim: int, unflattened_size) -> None:
         super().__init__()
-        if isinstance(dim, int):
-            self._require_tuple_int(unflattened_size)
-        else:
-            raise TypeError("invalid argument type for dim parameter")
+        # (PyTorch 2.13 checks only the sizes here; ``dim`` is checked by Tensor.unflatten in forward)
+        self._require_tuple_int(unflattened_size)
         self.dim = dim
         self.unflattened_size = unflattened_size
 

@@ -7,9 +7,10 @@ identity ``autograd.Function`` around the module's inputs and outputs), ``state_
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import functools
+import inspect
 from collections import OrderedDict
 
 from ..._typename import typename as _typename
@@ -59,10 +60,25 @@ def _forward_unimplemented(self, *input):
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
 
+def _register_buffer_legacy(module: "Module", name: str, value, persistent: bool) -> None:
+    """``module.<name> = value`` for a subclass that overrides ``register_buffer``: PyTorch passes ``persistent``
+    only where the override takes it (libraries written before the argument existed), and refuses a
+    non-persistent buffer where it does not."""
+    if "persistent" in inspect.signature(module.register_buffer).parameters:
+        module.register_buffer(name, value, persistent)
+    elif not persistent:
+        raise RuntimeError("Registering a non-persistent buffer on a Module subclass that implements "
+                           "register_buffer() without the persistent argument is not allowed.")
+    else:
+        module.register_buffer(name, value)
+
+
 class Module:
     """Base class for all neural network modules (``coretorch.nn.Module``)."""
 
     dump_patches: bool = False
+    # (PyTorch's type variable of state_dict's destination: a class attribute, so no buffer may take its name)
+    T_destination = TypeVar("T_destination", bound=dict[str, Any])
     _version: int = 1
     training: bool
     call_super_init: bool = False
@@ -123,8 +139,8 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(torch Tensor or None required)")
-        if isinstance(tensor, Buffer):
-            persistent = tensor.persistent
+        # (an nn.Buffer's own ``persistent`` counts only when it is assigned as an attribute: register_buffer
+        # takes its ``persistent`` argument, as PyTorch's does)
         for hook in _global_buffer_registration_hooks.values():
             output = hook(self, name, tensor)
             if output is not None:
@@ -319,8 +335,11 @@ class Module:
                         persistent = value.persistent
                     else:
                         persistent = name not in self._non_persistent_buffers_set
-                    remove_from(d, self._parameters, self._modules)
-                    self.register_buffer(name, value, persistent)
+                    # (no name is removed: a plain attribute of that name makes register_buffer raise, as PyTorch)
+                    if type(self).register_buffer is Module.register_buffer:
+                        self.register_buffer(name, value, persistent)
+                    else:
+                        _register_buffer_legacy(self, name, value, persistent)
                 else:
                     object.__setattr__(self, name, value)
 

@@ -44,7 +44,11 @@ def _register_parameter_or_buffer(module: Module, name: str, x: Tensor) -> None:
 
 
 def _set_data(dst: Tensor, src: Tensor) -> None:
-    """Replace ``dst``'s data keeping the object (PyTorch's ``set_`` here)."""
+    """Replace ``dst``'s data keeping the object (PyTorch's ``set_`` here, which refuses another device: the
+    original would silently move, e.g. to the cpu of a value assigned to a device module's weight)."""
+    if src.device != dst.device:
+        raise RuntimeError(f"Attempted to set the storage of a tensor on device \"{dst.device}\" to a storage on "
+                           f"different device \"{src.device}\".  This is no longer allowed; the devices must match.")
     dst.data = src.detach().clone() if src is dst else src.detach()
 
 
@@ -149,7 +153,8 @@ def _inject_new_class(module: Module) -> None:
 
     def getstate(self):
         raise RuntimeError("Serialization of parametrized modules is only supported through state_dict(). See:\n"
-                           "https://pytorch.org/tutorials/beginner/saving_loading_models.html")
+                           "https://pytorch.org/tutorials/beginner/saving_loading_models.html"
+                           "#saving-loading-a-general-checkpoint-for-inference-and-or-resuming-training")
 
     def default_deepcopy(self, memo):
         # as PyTorch: a parametrized module refuses pickling but deep-copies (copy.deepcopy calls __deepcopy__
@@ -274,12 +279,10 @@ def remove_parametrizations(module: Module, tensor_name: str, leave_parametrized
         if not leave_parametrized:
             raise ValueError("Cannot leave unparametrized (`leave_parametrized=False`) a tensor that is parametrized "
                              "in terms of a sequence of tensors.")
-        with no_grad():
-            t = getattr(module, tensor_name)
-        if isinstance(parametrizations.original0, Parameter):
-            original = Parameter(t.detach(), parametrizations.original0.requires_grad)
-        else:
-            original = t.detach()
+        # as PyTorch: computed with grad mode on, and a Parameter exactly when the value requires grad (any
+        # original, or a parameter of the parametrization itself); else a buffer holding the value
+        t = getattr(module, tensor_name)
+        original = Parameter(t.detach()) if t.requires_grad else t.detach()
     delattr(module.__class__, tensor_name)
     del module.parametrizations[tensor_name]
     _register_parameter_or_buffer(module, tensor_name, original)
