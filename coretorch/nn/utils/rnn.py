@@ -130,11 +130,14 @@ def invert_permutation(permutation: Tensor | None) -> Tensor | None:
     return out if out.dtype is permutation.dtype else out.to(permutation.dtype)
 
 
-def _lengths_list(lengths) -> list[int]:
+def _lengths_list(lengths, cpu_only: bool = False) -> list[int]:
+    """``lengths`` (a list or a 1-d tensor) as ints; ``cpu_only``: pack_padded_sequence's check (PyTorch's kernel
+    reads a tensor's lengths on the host only: one on an accelerator is a RuntimeError, not a silent copy)."""
     if isinstance(lengths, Tensor):
-        if lengths.ndim != 1:
+        if lengths.ndim != 1 or (cpu_only and lengths.device.type != "cpu"):
+            where = lengths.device.type if lengths.device.type == "cpu" else str(lengths.device)
             raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got {lengths.ndim}D "
-                               f"{lengths.device.type} {lengths.dtype._tname[:-6]} tensor")
+                               f"{where} Long tensor")  # (PyTorch converts them to int64 first)
         return [int(v) for v in lengths.cpu().tolist()]
     return [int(v) for v in lengths]
 
@@ -142,7 +145,7 @@ def _lengths_list(lengths) -> list[int]:
 def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
                          enforce_sorted: bool = True) -> PackedSequence:
     """Pack a padded batch (T, B, *) (or (B, T, *) with batch_first) of sequences of the given lengths."""
-    lens = _lengths_list(lengths)
+    lens = _lengths_list(lengths, cpu_only=True)
     batch_dim = 0 if batch_first else 1
     if len(lens) != input.shape[batch_dim]:
         raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got {len(lens)} (batch_size="
