@@ -163,3 +163,33 @@ def test_pack_padded_sequence_wants_lengths_on_the_cpu(device):
     padded, lengths = pad_packed_sequence(p)
     assert lengths.tolist() == [4, 2, 3]
     np.testing.assert_allclose(padded[:2, 1].cpu().numpy(), x[:2, 1].cpu().numpy())
+
+
+def test_packing_and_unpadding_name_their_nodes_as_pytorch(device):
+    """PyTorch: pack_padded_sequence's data has grad_fn PackPaddedSequenceBackward0 (either enforce_sorted), each
+    tensor unpad_sequence / unpack_sequence returns IndexBackward0 (a boolean-mask index); gradients flow back to
+    the padded input.  coretorch before: CatBackward0 and CloneBackward0 (same gradients)."""
+    u = nn.utils.rnn
+    x = _x(4, 3, 2, device=device).requires_grad_()
+    for p in (pack_padded_sequence(x, [4, 3, 1]), pack_padded_sequence(x, [1, 4, 3], enforce_sorted=False)):
+        assert type(p.data.grad_fn).__name__ == "PackPaddedSequenceBackward0"
+        parts = u.unpack_sequence(p)
+        assert [type(t.grad_fn).__name__ for t in parts] == ["IndexBackward0"] * 3
+    sum((t * (i + 1)).sum() for i, t in enumerate(parts)).backward()
+    g = x.grad.cpu().numpy()
+    want = np.zeros((4, 3, 2), np.float32)
+    want[:1, 0], want[:, 1], want[:3, 2] = 1, 2, 3
+    np.testing.assert_array_equal(g, want)
+
+
+def test_packed_sequence_to_with_copy_raises_as_pytorch(device):
+    """PyTorch's PackedSequence.to(..., copy=True) raises RuntimeError ".to() does not accept copy argument" (its
+    _parse_to, after data.to made a copy); without copy a no-op ``to`` returns the same PackedSequence.  coretorch
+    before: returned a copy."""
+    p = pack_padded_sequence(_x(3, 2, 2, device=device), [3, 1])
+    with pytest.raises(RuntimeError, match="does not accept copy argument"):
+        p.to(torch.float32, copy=True)
+    with pytest.raises(RuntimeError, match="does not accept copy argument"):
+        p.to(dtype=torch.float64, copy=False)
+    assert p.to(torch.float32) is p and p.to(device) is p
+    assert p.double().data.dtype == torch.float64

@@ -46,6 +46,8 @@ class PackedSequence(_PackedSequenceBase):
         data = self.data.to(*args, **kwargs)
         if data is self.data:
             return self
+        if "copy" in kwargs or sum(isinstance(a, bool) for a in args) > 1:  # (PyTorch's _parse_to after the copy)
+            raise RuntimeError(".to() does not accept copy argument")
         dev = data.device
         si = self.sorted_indices.to(dev) if self.sorted_indices is not None else None
         ui = self.unsorted_indices.to(dev) if self.unsorted_indices is not None else None
@@ -174,6 +176,7 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
     max_len = lens[0]
     batch_sizes = [sum(1 for n in lens if n > t) for t in range(max_len)]
     data = _S.cat([input[t, :bs] for t, bs in enumerate(batch_sizes)], 0)
+    named_node(data, "PackPaddedSequenceBackward0")  # (PyTorch's one kernel's node)
     return PackedSequence(data, tensor(batch_sizes, device="cpu"), sorted_indices, None)  # (cpu, as PyTorch)
 
 
@@ -244,7 +247,9 @@ def unpad_sequence(padded_sequences: Tensor, lengths, batch_first: bool = False)
     PyTorch's, without ``batch_first`` it transposes ``padded_sequences`` itself in place (``transpose_(0, 1)``)."""
     if not batch_first:
         padded_sequences.transpose_(0, 1)
-    return [padded_sequences[i, :n].clone() for i, n in enumerate(_lengths_list(lengths))]
+    # (named as PyTorch's boolean-mask index's node)
+    return [named_node(padded_sequences[i, :n].clone(), "IndexBackward0")
+            for i, n in enumerate(_lengths_list(lengths))]
 
 
 def pack_sequence(sequences, enforce_sorted: bool = True) -> PackedSequence:
