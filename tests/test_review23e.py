@@ -193,3 +193,25 @@ def test_packed_sequence_to_with_copy_raises_as_pytorch(device):
         p.to(dtype=torch.float64, copy=False)
     assert p.to(torch.float32) is p and p.to(device) is p
     assert p.double().data.dtype == torch.float64
+
+
+def test_pad_sequence_broadcasts_each_sequence_into_the_first_ones_trailing_shape(device):
+    """PyTorch's pad_sequence makes a padded tensor of the first sequence's trailing sizes and ``copy_``s each
+    sequence into it, so a (3, 1) or a (3,) sequence broadcasts into trailing size 3, and a mismatch raises copy_'s
+    RuntimeError "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1" (a
+    first sequence of trailing size 1 with a later one of 3: "output with shape [3, 1] doesn't match the broadcast
+    shape [3, 3]").  coretorch before: stack's "stack expects each tensor to be equal size" for all of them."""
+    u = nn.utils.rnn
+    a, b, c = (_x(2, 3, device=device, seed=5), _x(3, 1, device=device, seed=6),
+               _x(3, device=device, seed=7).requires_grad_())
+    out = u.pad_sequence([a, b, c], batch_first=True, padding_value=-1.0)
+    an, bn, cn = (t.detach().cpu().numpy() for t in (a, b, c))
+    want = np.full((3, 3, 3), -1.0, np.float32)
+    want[0, :2], want[1], want[2] = an, np.broadcast_to(bn, (3, 3)), np.broadcast_to(cn, (3, 3))
+    np.testing.assert_array_equal(out.detach().cpu().numpy(), want)
+    out.sum().backward()
+    np.testing.assert_array_equal(c.grad.cpu().numpy(), np.full(3, 3.0, np.float32))  # (a row in each of 3 rows)
+    with pytest.raises(RuntimeError, match=r"size of tensor a \(3\) must match the size of tensor b \(4\) at non"):
+        u.pad_sequence([a, _x(3, 4, device=device)])
+    with pytest.raises(RuntimeError, match=r"output with shape \[3, 1\] doesn't match the broadcast shape \[3, 3\]"):
+        u.pad_sequence([_x(2, 1, device=device), _x(3, 3, device=device)])

@@ -230,16 +230,33 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
                            "a 0-d tensor")
     max_len = max(s.shape[0] for s in sequences)
     dtype, device = sequences[0].dtype, sequences[0].device  # PyTorch: a tensor of the first one's options
+    trailing = tuple(sequences[0].shape[1:])  # (and of its trailing sizes)
     out = []
     for s in sequences:
         if s.dtype != dtype or s.device != device:
             s = s.to(device=device, dtype=dtype)  # (PyTorch copies each into it: no promotion)
+        if tuple(s.shape[1:]) != trailing:  # (PyTorch's copy_ into the padded tensor broadcasts)
+            s = s.expand(_copy_shape(tuple(s.shape), (s.shape[0],) + trailing))
         n = max_len - s.shape[0]
         if n:
             pad = full((n,) + tuple(s.shape[1:]), padding_value, dtype=s.dtype, device=s.device)
             s = _S.cat([s, pad] if padding_side == "right" else [pad, s], 0)
         out.append(s)
     return named_node(_S.stack(out, 0 if batch_first else 1), "CopySlices")  # PyTorch copies into a padded tensor
+
+
+def _copy_shape(src: tuple, dst: tuple) -> tuple:
+    """``dst`` when ``copy_`` broadcasts a ``src``-shaped tensor into it, else copy_'s RuntimeError."""
+    n = max(len(src), len(dst))
+    a, b = (1,) * (n - len(dst)) + dst, (1,) * (n - len(src)) + src
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton "
+                               f"dimension {i}")
+    shape = tuple(max(x, y) if min(x, y) != 0 else 0 for x, y in zip(a, b))
+    if shape != dst:
+        raise RuntimeError(f"output with shape {list(dst)} doesn't match the broadcast shape {list(shape)}")
+    return dst
 
 
 def unpad_sequence(padded_sequences: Tensor, lengths, batch_first: bool = False) -> list[Tensor]:
