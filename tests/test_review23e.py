@@ -215,3 +215,22 @@ def test_pad_sequence_broadcasts_each_sequence_into_the_first_ones_trailing_shap
         u.pad_sequence([a, _x(3, 4, device=device)])
     with pytest.raises(RuntimeError, match=r"output with shape \[3, 1\] doesn't match the broadcast shape \[3, 3\]"):
         u.pad_sequence([_x(2, 1, device=device), _x(3, 3, device=device)])
+
+
+@pytest.mark.parametrize("mode", ["RNN", "LSTM", "GRU"])
+def test_gradcheck_perturbs_a_modules_parameters_in_place(mode):
+    """PyTorch's gradcheck perturbs each input tensor in place, so ``gradcheck(lambda *ps: rnn(x)[0],
+    tuple(rnn.parameters()))`` checks the recurrent layers' weight gradients (float64, small sizes: passes in both
+    directions; LSTM with proj_size too; the cells).  coretorch before: it passed fresh tensors, the module ran with
+    its unperturbed weights and gradcheck raised "Jacobian mismatch" (numerical Jacobian zero)."""
+    kw = {"proj_size": 1} if mode == "LSTM" else {}
+    m = getattr(nn, mode)(2, 2, bidirectional=True, dtype=torch.float64, **kw)
+    x = torch.tensor(np.random.default_rng(0).standard_normal((3, 2, 2)))
+    before = [p.detach().clone() for p in m.parameters()]
+    assert torch.autograd.gradcheck(lambda *ps: m(x)[0], tuple(m.parameters()))
+    assert torch.autograd.gradcheck(lambda *ps: m(x)[1][0] if mode == "LSTM" else m(x)[1], tuple(m.parameters()))
+    assert all(bool((p == b).all()) for p, b in zip(m.parameters(), before))  # restored exactly
+    cell = getattr(nn, mode + "Cell")(2, 2, dtype=torch.float64)
+    xc = x[0]
+    assert torch.autograd.gradcheck(lambda *ps: cell(xc)[0] if mode == "LSTM" else cell(xc),
+                                    tuple(cell.parameters()))
