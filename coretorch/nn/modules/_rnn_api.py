@@ -9,11 +9,17 @@ tensor or set ``_flat_weights`` itself, and forward must run with what they assi
 from __future__ import annotations
 
 import weakref
+from typing import TYPE_CHECKING
 
 from ...amp.autocast_mode import state as _ac
 
+if TYPE_CHECKING:  # (mixed into RNNBase before Module: ``super()`` is Module's methods)
+    from .module import Module as _Base
+else:
+    _Base = object
 
-class RNNHelpers:
+
+class RNNHelpers(_Base):
     """Mixed into RNNBase (which defines the attributes these read)."""
     mode: str
     input_size: int
@@ -30,6 +36,9 @@ class RNNHelpers:
         self._flat_weights = [getattr(self, n) if hasattr(self, n) else None for n in self._flat_weights_names]
         self._flat_weight_refs = [weakref.ref(w) if w is not None else None for w in self._flat_weights]
         self.flatten_parameters()
+
+    def flatten_parameters(self) -> None:
+        """PyTorch's cuDNN weight compaction: nothing to do here (weights are used where they are)."""
 
     def _weights_have_changed(self) -> bool:
         """Whether an attribute named in ``_flat_weights_names`` is another object than ``_flat_weights`` was read

@@ -313,9 +313,6 @@ class RNNBase(RNNHelpers, Module):
             what = f"hidden[{i}]" if lstm else "hidden"
             raise RuntimeError(f"Expected {what} size {expected}, got {list(t.shape)}")
 
-    def flatten_parameters(self) -> None:
-        """PyTorch's cuDNN weight compaction: nothing to do here (weights are used where they are)."""
-
     def _check_dtype(self, input) -> None:
         """PyTorch's check_input: the input's dtype must be the weights' (outside autocast)."""
         w = self._flat_weights[0]
