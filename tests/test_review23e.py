@@ -234,3 +234,29 @@ def test_gradcheck_perturbs_a_modules_parameters_in_place(mode):
     xc = x[0]
     assert torch.autograd.gradcheck(lambda *ps: cell(xc)[0] if mode == "LSTM" else cell(xc),
                                     tuple(cell.parameters()))
+
+
+@pytest.mark.parametrize("mode", ["RNN", "LSTM", "GRU"])
+def test_states_and_weights_on_another_device_than_the_input(mode):
+    """PyTorch (ATen's check_attributes): RuntimeError "Input and hidden tensors are not at the same device, found
+    input tensor at cuda:0 and hidden tensor at cpu" (the states first), "Input and parameter tensors are not at the
+    same device, ..." (also for a PackedSequence).  coretorch before: matmul's "Expected all tensors to be on the
+    same device" deep in the first step."""
+    from coretorch.testing import available_devices
+    others = [d for d in available_devices() if d != "cpu"]
+    if not others:
+        pytest.skip("needs a second device (an accelerator plugin)")
+    dev = others[0]
+    x = _x(5, 2, 3, device=dev)
+    h = torch.zeros(1, 2, 4)
+    m = getattr(nn, mode)(3, 4).to(dev)
+    with pytest.raises(RuntimeError, match=f"Input and hidden tensors are not at the same device, found input tensor "
+                                           f"at {dev}:0 and hidden tensor at cpu"):
+        m(x, (h, h) if mode == "LSTM" else h)
+    cpu_m = getattr(nn, mode)(3, 4)
+    for inp in (x, pack_padded_sequence(x, [5, 3])):
+        with pytest.raises(RuntimeError, match="Input and parameter tensors are not at the same device, found input "
+                                               f"tensor at {dev}:0 and parameter tensor at cpu"):
+            cpu_m(inp)
+    out, _ = m(x, (h.to(dev), h.to(dev)) if mode == "LSTM" else h.to(dev))  # all on one device: runs
+    assert out.device.type == dev

@@ -265,6 +265,7 @@ class RNNBase(RNNHelpers, Module):
             if sorted_indices is not None:  # the caller's batch order -> the packed (sorted) order
                 hs = tuple(None if t is None else t.index_select(1, sorted_indices) for t in hs)
             hx = hs
+        self._check_devices(data, hx)
         cast = None
         if _ac.on:
             data, hx, cast = self._autocast(data, hx, True)
@@ -359,7 +360,18 @@ class RNNBase(RNNHelpers, Module):
                 self._check_state(i, t, n, lstm)
                 fixed.append(t)
             hx = tuple(fixed)
+        self._check_devices(input, hx)
         return input, hx, batched
+
+    def _check_devices(self, input, hx) -> None:
+        """ATen's check_attributes: the states, then the weights, on the input's device (else RuntimeError naming
+        both devices, not a matmul's)."""
+        dev = input.device
+        for name, ts in (("hidden", hx), ("parameter", self._flat_weights)):
+            for t in ts:
+                if t is not None and t.device != dev:
+                    raise RuntimeError(f"Input and {name} tensors are not at the same device, found input tensor at "
+                                       f"{dev} and {name} tensor at {t.device}")
 
     def _finish(self, out, batched):
         if not batched:
