@@ -33,8 +33,9 @@ def _x(*shape, device="cpu", seed=2):
 def test_rnn_and_gru_check_the_state_rank_first(device, mode):
     """PyTorch's RNN/GRU forward: a 2-D hx for a batched input raises RuntimeError "For batched 3-D input, hx should
     also be 3-D but got 2-D tensor" (a 3-D one for an unbatched input: "For unbatched 2-D input, hx should also be
-    2-D but got 3-D tensor"); PyTorch's RNN (not GRU) says "got 4D tensor instead" for a 4-D input.  coretorch
-    before: the batched case raised "Expected hidden size (1, 2, 4), got [2, 4]", RNN's message lacked "tensor"."""
+    2-D but got 3-D tensor"); PyTorch's RNN (not GRU) says "got 4D tensor instead" for a 4-D input, and a subclass's
+    message names the base class.  coretorch before: the batched case raised "Expected hidden size (1, 2, 4), got
+    [2, 4]", RNN's message lacked "tensor", a subclass's named the subclass."""
     m = getattr(nn, mode)(3, 4).to(device)
     with pytest.raises(RuntimeError, match="For batched 3-D input, hx should also be 3-D but got 2-D tensor"):
         m(_x(5, 2, 3, device=device), torch.zeros(2, 4, device=device))
@@ -43,6 +44,9 @@ def test_rnn_and_gru_check_the_state_rank_first(device, mode):
     got = "4D tensor instead" if mode == "RNN" else "4D instead"
     with pytest.raises(ValueError, match=f"{mode}: Expected input to be 2D or 3D, got {got}"):
         m(_x(5, 2, 3, 1, device=device))
+    sub = type("MyRecurrent", (getattr(nn, mode),), {})(3, 4).to(device)  # PyTorch's message names the base class
+    with pytest.raises(ValueError, match=f"^{mode}: Expected input to be 2D or 3D, got {got}"):
+        sub(_x(5, 2, 3, 1, device=device))
     out, h = m(_x(5, 3, device=device), torch.zeros(1, 4, device=device))  # the right ranks still run
     assert tuple(out.shape) == (5, 4) and tuple(h.shape) == (1, 4)
 

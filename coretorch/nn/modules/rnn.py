@@ -323,9 +323,10 @@ class RNNBase(RNNHelpers, Module):
     def _prepare(self, input, hx, lstm: bool):
         self._update_flat_weights()  # (as PyTorch's forward: a parameter replaced behind __setattr__'s back)
         if input.ndim not in (2, 3):
-            # (PyTorch's RNN, unlike its LSTM and GRU, says "4D tensor instead")
-            got = f"{input.ndim}D tensor" if self.mode in ("RNN_TANH", "RNN_RELU") else f"{input.ndim}D"
-            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {got} instead")
+            # (PyTorch's forwards name their class, a subclass too; its RNN, unlike LSTM and GRU, says "4D tensor")
+            rnn = self.mode in ("RNN_TANH", "RNN_RELU")
+            name, got = ("RNN", f"{input.ndim}D tensor") if rnn else (self.mode, f"{input.ndim}D")
+            raise ValueError(f"{name}: Expected input to be 2D or 3D, got {got} instead")
         self._check_dtype(input)
         batched = input.ndim == 3
         if batched and self.batch_first:
