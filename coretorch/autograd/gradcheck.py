@@ -34,21 +34,32 @@ def _numerical(func, inputs, idx, eps):
     base = x.detach()._host().astype(np.float64).copy()
     flat = base.reshape(-1)
     rows = []
+    # PyTorch perturbs the input itself (its ``.data``, in place), so a function that reads it another way (a
+    # module's parameter passed as an input, a closure) sees the perturbation; an input with overlapping memory (an
+    # expanded one) cannot be written element by element: a fresh tensor is passed in its place
+    in_place = all(st != 0 for st, n in zip(x.stride(), x.shape) if n > 1)
+    orig = x.detach().clone() if in_place else None
     # like torch, ``func`` runs with grad enabled on inputs that keep requires_grad: gradgradcheck's
     # function is itself a vjp that differentiates through them
-    with enable_grad():
-        for k in range(flat.size):
-            vals = []
-            for sign in (1, -1):
-                pert = flat.copy()
-                pert[k] += sign * eps
-                xi = tensor(pert.reshape(base.shape), dtype=x.dtype, device=x.device,
-                            requires_grad=x.requires_grad)
-                args = list(inputs)
-                args[idx] = xi
-                vals.append([o.detach()._host().astype(np.float64).reshape(-1) for o in _outputs(func, args)])
-            rows.append(np.concatenate([(p - m) / (2 * eps) for p, m in zip(*vals)]) if vals[0] else
-                        np.zeros(0))
+    try:
+        with enable_grad():
+            for k in range(flat.size):
+                vals = []
+                for sign in (1, -1):
+                    pert = flat.copy()
+                    pert[k] += sign * eps
+                    args = list(inputs)
+                    if in_place:
+                        x.data.copy_(tensor(pert.reshape(base.shape), dtype=x.dtype, device=x.device))
+                    else:
+                        args[idx] = tensor(pert.reshape(base.shape), dtype=x.dtype, device=x.device,
+                                           requires_grad=x.requires_grad)
+                    vals.append([o.detach()._host().astype(np.float64).reshape(-1) for o in _outputs(func, args)])
+                rows.append(np.concatenate([(p - m) / (2 * eps) for p, m in zip(*vals)]) if vals[0] else
+                            np.zeros(0))
+    finally:
+        if in_place:
+            x.data.copy_(orig)
     return np.array(rows)  # (n_in, n_out)
 
 

@@ -1,12 +1,25 @@
 """PyTorch's public helper methods of RNNBase/LSTM (``check_input``, ``get_expected_hidden_size``,
 ``check_hidden_size``, ``check_forward_args``, ``permute_hidden``, ``_all_weights``), which custom RNN subclasses
-call; coretorch's own forward checks its arguments in ``rnn.py``."""
+call; coretorch's own forward checks its arguments in ``rnn.py``.
+
+Also PyTorch's ``_flat_weights`` list (the weights forward runs with, in ``_flat_weights_names``' order) and its
+upkeep (``_init_flat_weights``, ``_weights_have_changed``, ``_update_flat_weights``, ``__setattr__``, ``_apply``,
+pickling): weight-dropping wrappers (AWD-LSTM, fastai's WeightDropout) assign ``module.weight_hh_l0`` a plain
+tensor or set ``_flat_weights`` itself, and forward must run with what they assigned."""
 from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING
 
 from ...amp.autocast_mode import state as _ac
 
+if TYPE_CHECKING:  # (mixed into RNNBase before Module: ``super()`` is Module's methods)
+    from .module import Module as _Base
+else:
+    _Base = object
 
-class RNNHelpers:
+
+class RNNHelpers(_Base):
     """Mixed into RNNBase (which defines the attributes these read)."""
     mode: str
     input_size: int
@@ -16,6 +29,54 @@ class RNNHelpers:
     bidirectional: bool
     proj_size: int
     _flat_weights_names: list
+    _flat_weights: list
+
+    def _init_flat_weights(self) -> None:
+        """Read the weights into ``_flat_weights`` again (None for a missing one) and remember which they were."""
+        self._flat_weights = [getattr(self, n) if hasattr(self, n) else None for n in self._flat_weights_names]
+        self._flat_weight_refs = [weakref.ref(w) if w is not None else None for w in self._flat_weights]
+        self.flatten_parameters()
+
+    def flatten_parameters(self) -> None:
+        """PyTorch's cuDNN weight compaction: nothing to do here (weights are used where they are)."""
+
+    def _weights_have_changed(self) -> bool:
+        """Whether an attribute named in ``_flat_weights_names`` is another object than ``_flat_weights`` was read
+        from (a parameter replaced without ``__setattr__``: a parametrization, ``_parameters[name] = ...``)."""
+        for ref, name in zip(self._flat_weight_refs, self._flat_weights_names):
+            weight = getattr(self, name) if hasattr(self, name) else None
+            if weight is not None and ref is not None and ref() is not weight:
+                return True
+        return False
+
+    def _update_flat_weights(self) -> None:
+        """``_init_flat_weights`` when a weight changed (PyTorch's forward starts with this)."""
+        if self._weights_have_changed():
+            self._init_flat_weights()
+
+    def __setattr__(self, attr: str, value) -> None:
+        names = self.__dict__.get("_flat_weights_names")
+        if names is not None and attr in names and "_flat_weights" in self.__dict__:
+            self._flat_weights[names.index(attr)] = value  # ``rnn.weight_hh_l0 = w``: forward runs with w
+        super().__setattr__(attr, value)
+
+    def _apply(self, fn, recurse: bool = True):
+        self._flat_weight_refs = []
+        ret = super()._apply(fn, recurse)
+        self._init_flat_weights()  # (a conversion may have made new parameters)
+        return ret
+
+    def __getstate__(self) -> dict:
+        self._update_flat_weights()
+        state = self.__dict__.copy()
+        state.pop("_flat_weight_refs", None)  # (weak references do not pickle)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        if "_flat_weights" not in self.__dict__:
+            self._init_flat_weights()
+        self._flat_weight_refs = [weakref.ref(w) if w is not None else None for w in self._flat_weights]
 
     @property
     def _all_weights(self) -> list:
@@ -27,7 +88,7 @@ class RNNHelpers:
     def check_input(self, input, batch_sizes) -> None:
         """PyTorch's check: the input's dtype is the weights' (outside autocast), its rank 3 (2 for a
         PackedSequence's data), its last size ``input_size``."""
-        w = getattr(self, self._flat_weights_names[0])
+        w = self._flat_weights[0]
         if input.dtype is not w.dtype and not _ac.on:
             raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype ({w.dtype}). Convert "
                              f"input: input.to({w.dtype}), or convert model: model.to({input.dtype})")

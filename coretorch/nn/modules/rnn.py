@@ -63,6 +63,16 @@ def _sequence_loop(mode, gi_all, h, c, w_hh, b_hh, reverse: bool, w_hr=None):
     return (_S.stack(ys, 0) if seq_len else _S.unsqueeze(h, 0)[:0]), h, c
 
 
+def _lstm_state(hx) -> tuple:
+    """LSTM's ``hx`` as ``(h_0, c_0)``: PyTorch indexes ``hx[0]``, ``hx[1]`` (a tensor of stacked states works too)
+    and its kernel wants exactly two states."""
+    if isinstance(hx, (tuple, list)):
+        if len(hx) != 2:
+            raise RuntimeError("lstm expects two hidden states")
+        return tuple(hx)
+    return hx[0], hx[1]
+
+
 class RNNBase(RNNHelpers, Module):
     """The base of :class:`RNN`, :class:`LSTM` and :class:`GRU` (``mode`` is ``"RNN_TANH"``, ``"RNN_RELU"``,
     ``"LSTM"`` or ``"GRU"``)."""
@@ -129,11 +139,8 @@ class RNNBase(RNNHelpers, Module):
                 for name, shape in zip(names, shapes):
                     setattr(self, name, Parameter(empty(shape, device=device, dtype=dtype)))
                 self._flat_weights_names.extend(names)
+        self._init_flat_weights()
         self.reset_parameters()
-
-    @property
-    def _flat_weights(self):
-        return [getattr(self, n) for n in self._flat_weights_names]
 
     @property
     def all_weights(self):
@@ -173,12 +180,7 @@ class RNNBase(RNNHelpers, Module):
         for layer in range(self.num_layers):
             outs = []
             for direction in range(nd):
-                suffix = "_reverse" if direction == 1 else ""
-                w_ih = self._w(f"weight_ih_l{layer}{suffix}", cast)
-                w_hh = self._w(f"weight_hh_l{layer}{suffix}", cast)
-                b_ih = self._w(f"bias_ih_l{layer}{suffix}", cast) if self.bias else None
-                b_hh = self._w(f"bias_hh_l{layer}{suffix}", cast) if self.bias else None
-                w_hr = self._w(f"weight_hr_l{layer}{suffix}", cast) if self.proj_size else None
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer * nd + direction, cast)
                 if mode == "LSTM" and b_hh is not None:  # b_hh joins b_ih: one bias for the sequence's projection
                     b_ih, b_hh = _P.add(b_ih, b_hh), None
                 gi_all = F.linear(layer_input, w_ih, b_ih)          # (L, N, G*H): one matmul for the sequence
@@ -216,12 +218,8 @@ class RNNBase(RNNHelpers, Module):
         for layer in range(self.num_layers):
             outs = []
             for direction in range(nd):
-                suffix = "_reverse" if direction == 1 else ""
-                w_hh = self._w(f"weight_hh_l{layer}{suffix}", cast)
-                b_ih = self._w(f"bias_ih_l{layer}{suffix}", cast) if self.bias else None
-                b_hh = self._w(f"bias_hh_l{layer}{suffix}", cast) if self.bias else None
-                w_hr = self._w(f"weight_hr_l{layer}{suffix}", cast) if self.proj_size else None
-                gi_all = _lin(layer_input, self._w(f"weight_ih_l{layer}{suffix}", cast), b_ih)  # one matmul
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer * nd + direction, cast)
+                gi_all = _lin(layer_input, w_ih, b_ih)  # one matmul
                 k = layer * nd + direction
                 h = h0[k]
                 c = c0[k] if c0 is not None else None
@@ -249,6 +247,7 @@ class RNNBase(RNNHelpers, Module):
     def _forward_packed(self, packed, hx, lstm: bool):
         """RNN/LSTM/GRU on a PackedSequence: (PackedSequence output, h_n[, c_n]) with h_n in the batch's order."""
         from ..utils.rnn import PackedSequence
+        self._update_flat_weights()
         data, batch_sizes, sorted_indices, unsorted_indices = packed
         sizes = [int(b) for b in batch_sizes.tolist()]
         n = sizes[0] if sizes else 0
@@ -259,15 +258,14 @@ class RNNBase(RNNHelpers, Module):
         if hx is None:
             hx = self._zero_state(n, data, lstm)
         else:
-            hs = tuple(hx) if lstm else (hx, None)
-            if lstm and len(hs) != 2:
-                raise RuntimeError("LSTM expects hx to be a tuple (h_0, c_0)")
+            hs = _lstm_state(hx) if lstm else (hx, None)
             for i, t in enumerate(hs):
                 if t is not None:
                     self._check_state(i, t, n, lstm)
             if sorted_indices is not None:  # the caller's batch order -> the packed (sorted) order
                 hs = tuple(None if t is None else t.index_select(1, sorted_indices) for t in hs)
             hx = hs
+        self._check_devices(data, hx)
         cast = None
         if _ac.on:
             data, hx, cast = self._autocast(data, hx, True)
@@ -289,10 +287,16 @@ class RNNBase(RNNHelpers, Module):
         c = h if self.proj_size == 0 else zeros(*self._state_shape(1, n), dtype=like.dtype, device=like.device)
         return h, c
 
-    def _w(self, name: str, cast):
-        """The parameter ``name``, cast to ``cast`` (autocast's dtype for this module) when given."""
-        w = getattr(self, name)
-        return w if cast is None else w.to(cast)
+    def _weights(self, k: int, cast) -> tuple:
+        """(w_ih, w_hh, b_ih, b_hh, w_hr) of layer-and-direction ``k`` from ``_flat_weights`` (None for the biases
+        without ``bias``, for w_hr without ``proj_size``), cast to ``cast`` (autocast's dtype) when given."""
+        per = 2 + 2 * self.bias + (self.proj_size > 0)
+        ws = self._flat_weights[k * per:(k + 1) * per]
+        if cast is not None:
+            ws = [w.to(cast) for w in ws]
+        w_ih, w_hh = ws[0], ws[1]
+        b_ih, b_hh = (ws[2], ws[3]) if self.bias else (None, None)
+        return w_ih, w_hh, b_ih, b_hh, (ws[-1] if self.proj_size > 0 else None)
 
     def _autocast(self, x, hx, packed: bool) -> tuple:
         """Under autocast, PyTorch runs the recurrence as one kernel on a lower-precision list (cuDNN's RNNs on CUDA,
@@ -310,18 +314,19 @@ class RNNBase(RNNHelpers, Module):
             what = f"hidden[{i}]" if lstm else "hidden"
             raise RuntimeError(f"Expected {what} size {expected}, got {list(t.shape)}")
 
-    def flatten_parameters(self) -> None:
-        """PyTorch's cuDNN weight compaction: nothing to do here (weights are used where they are)."""
-
     def _check_dtype(self, input) -> None:
         """PyTorch's check_input: the input's dtype must be the weights' (outside autocast)."""
-        w = self.weight_ih_l0
+        w = self._flat_weights[0]
         if input.dtype is not w.dtype and not _ac.on:
             self.check_input(input, None)  # its ValueError
 
     def _prepare(self, input, hx, lstm: bool):
+        self._update_flat_weights()  # (as PyTorch's forward: a parameter replaced behind __setattr__'s back)
         if input.ndim not in (2, 3):
-            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.ndim}D instead")
+            # (PyTorch's forwards name their class, a subclass too; its RNN, unlike LSTM and GRU, says "4D tensor")
+            rnn = self.mode in ("RNN_TANH", "RNN_RELU")
+            name, got = ("RNN", f"{input.ndim}D tensor") if rnn else (self.mode, f"{input.ndim}D")
+            raise ValueError(f"{name}: Expected input to be 2D or 3D, got {got} instead")
         self._check_dtype(input)
         batched = input.ndim == 3
         if batched and self.batch_first:
@@ -337,23 +342,37 @@ class RNNBase(RNNHelpers, Module):
         if hx is None:
             hx = self._zero_state(n, input, lstm)
         else:
-            hs = hx if lstm else (hx, None)
-            if lstm and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
-                raise RuntimeError("LSTM expects hx to be a tuple (h_0, c_0)")
+            hs = _lstm_state(hx) if lstm else (hx, None)
+            # PyTorch's forward checks the states' rank first (LSTM: both at once), then their shapes
+            want = 3 if batched else 2
+            kind = "batched 3-D" if batched else "unbatched 2-D"
+            if lstm and any(t.ndim != want for t in hs):  # (None: AttributeError, as PyTorch)
+                dims = ", ".join(f"{t.ndim}-D" for t in hs)
+                raise RuntimeError(f"For {kind} input, hx and cx should also be {want}-D but got ({dims}) tensors")
+            if not lstm and hx is not None and hx.ndim != want:
+                raise RuntimeError(f"For {kind} input, hx should also be {want}-D but got {hx.ndim}-D tensor")
             fixed: list = []
             for i, t in enumerate(hs):
                 if t is None:
                     fixed.append(None)
                     continue
                 if not batched:
-                    if t.ndim != 2:
-                        raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {t.ndim}-D "
-                                           "tensor")
                     t = _S.unsqueeze(t, 1)
                 self._check_state(i, t, n, lstm)
                 fixed.append(t)
             hx = tuple(fixed)
+        self._check_devices(input, hx)
         return input, hx, batched
+
+    def _check_devices(self, input, hx) -> None:
+        """ATen's check_attributes: the states, then the weights, on the input's device (else RuntimeError naming
+        both devices, not a matmul's)."""
+        dev = input.device
+        for name, ts in (("hidden", hx), ("parameter", self._flat_weights)):
+            for t in ts:
+                if t is not None and t.device != dev:
+                    raise RuntimeError(f"Input and {name} tensors are not at the same device, found input tensor at "
+                                       f"{dev} and {name} tensor at {t.device}")
 
     def _finish(self, out, batched):
         if not batched:
@@ -594,6 +613,8 @@ class LSTMCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
     def forward(self, input, hx=None):
+        if hx is not None and isinstance(hx, (tuple, list)) and len(hx) != 2:
+            raise RuntimeError("lstm_cell expects two hidden states")  # (ATen's check)
         h, c = (None, None) if hx is None else hx
         return self._cell("LSTM", input, h, c)
 

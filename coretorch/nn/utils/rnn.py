@@ -46,6 +46,8 @@ class PackedSequence(_PackedSequenceBase):
         data = self.data.to(*args, **kwargs)
         if data is self.data:
             return self
+        if "copy" in kwargs or sum(isinstance(a, bool) for a in args) > 1:  # (PyTorch's _parse_to after the copy)
+            raise RuntimeError(".to() does not accept copy argument")
         dev = data.device
         si = self.sorted_indices.to(dev) if self.sorted_indices is not None else None
         ui = self.unsorted_indices.to(dev) if self.unsorted_indices is not None else None
@@ -130,11 +132,14 @@ def invert_permutation(permutation: Tensor | None) -> Tensor | None:
     return out if out.dtype is permutation.dtype else out.to(permutation.dtype)
 
 
-def _lengths_list(lengths) -> list[int]:
+def _lengths_list(lengths, cpu_only: bool = False) -> list[int]:
+    """``lengths`` (a list or a 1-d tensor) as ints; ``cpu_only``: pack_padded_sequence's check (PyTorch's kernel
+    reads a tensor's lengths on the host only: one on an accelerator is a RuntimeError, not a silent copy)."""
     if isinstance(lengths, Tensor):
-        if lengths.ndim != 1:
+        if lengths.ndim != 1 or (cpu_only and lengths.device.type != "cpu"):
+            where = lengths.device.type if lengths.device.type == "cpu" else str(lengths.device)
             raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got {lengths.ndim}D "
-                               f"{lengths.device.type} {lengths.dtype._tname[:-6]} tensor")
+                               f"{where} Long tensor")  # (PyTorch converts them to int64 first)
         return [int(v) for v in lengths.cpu().tolist()]
     return [int(v) for v in lengths]
 
@@ -142,7 +147,7 @@ def _lengths_list(lengths) -> list[int]:
 def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
                          enforce_sorted: bool = True) -> PackedSequence:
     """Pack a padded batch (T, B, *) (or (B, T, *) with batch_first) of sequences of the given lengths."""
-    lens = _lengths_list(lengths)
+    lens = _lengths_list(lengths, cpu_only=True)
     batch_dim = 0 if batch_first else 1
     if len(lens) != input.shape[batch_dim]:
         raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got {len(lens)} (batch_size="
@@ -171,6 +176,7 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
     max_len = lens[0]
     batch_sizes = [sum(1 for n in lens if n > t) for t in range(max_len)]
     data = _S.cat([input[t, :bs] for t, bs in enumerate(batch_sizes)], 0)
+    named_node(data, "PackPaddedSequenceBackward0")  # (PyTorch's one kernel's node)
     return PackedSequence(data, tensor(batch_sizes, device="cpu"), sorted_indices, None)  # (cpu, as PyTorch)
 
 
@@ -224,10 +230,13 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
                            "a 0-d tensor")
     max_len = max(s.shape[0] for s in sequences)
     dtype, device = sequences[0].dtype, sequences[0].device  # PyTorch: a tensor of the first one's options
+    trailing = tuple(sequences[0].shape[1:])  # (and of its trailing sizes)
     out = []
     for s in sequences:
         if s.dtype != dtype or s.device != device:
             s = s.to(device=device, dtype=dtype)  # (PyTorch copies each into it: no promotion)
+        if tuple(s.shape[1:]) != trailing:  # (PyTorch's copy_ into the padded tensor broadcasts)
+            s = s.expand(_copy_shape(tuple(s.shape), (s.shape[0],) + trailing))
         n = max_len - s.shape[0]
         if n:
             pad = full((n,) + tuple(s.shape[1:]), padding_value, dtype=s.dtype, device=s.device)
@@ -236,12 +245,28 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
     return named_node(_S.stack(out, 0 if batch_first else 1), "CopySlices")  # PyTorch copies into a padded tensor
 
 
+def _copy_shape(src: tuple, dst: tuple) -> tuple:
+    """``dst`` when ``copy_`` broadcasts a ``src``-shaped tensor into it, else copy_'s RuntimeError."""
+    n = max(len(src), len(dst))
+    a, b = (1,) * (n - len(dst)) + dst, (1,) * (n - len(src)) + src
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton "
+                               f"dimension {i}")
+    shape = tuple(max(x, y) if min(x, y) != 0 else 0 for x, y in zip(a, b))
+    if shape != dst:
+        raise RuntimeError(f"output with shape {list(dst)} doesn't match the broadcast shape {list(shape)}")
+    return dst
+
+
 def unpad_sequence(padded_sequences: Tensor, lengths, batch_first: bool = False) -> list[Tensor]:
     """The list of unpadded sequences of a right-padded batch: copies (PyTorch selects each with a mask).  As
     PyTorch's, without ``batch_first`` it transposes ``padded_sequences`` itself in place (``transpose_(0, 1)``)."""
     if not batch_first:
         padded_sequences.transpose_(0, 1)
-    return [padded_sequences[i, :n].clone() for i, n in enumerate(_lengths_list(lengths))]
+    # (named as PyTorch's boolean-mask index's node)
+    return [named_node(padded_sequences[i, :n].clone(), "IndexBackward0")
+            for i, n in enumerate(_lengths_list(lengths))]
 
 
 def pack_sequence(sequences, enforce_sorted: bool = True) -> PackedSequence:
