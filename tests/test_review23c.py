@@ -1,6 +1,7 @@
 """Review 23c (eager): the autograd API, second pass — hooks on views modified in place, ``requires_grad`` and
 ``.grad`` assignment checks, ``grad_dtype``, compared side by side with PyTorch 2.13's behaviour."""
 import numpy as np
+import pytest
 
 import coretorch as torch
 
@@ -52,3 +53,139 @@ def test_grad_fn_prehook_of_view_before_inplace_op_does_not_fire(device):
     b.sum().backward()
     assert calls == []
     np.testing.assert_allclose(a.grad.cpu().numpy(), [1., 2., 2.])
+
+
+@pytest.mark.parametrize("value", [1, 0, "x", None, 1.0, np.bool_(True)])
+def test_requires_grad_attribute_takes_only_a_bool(device, value):
+    """PyTorch: ``t.requires_grad = v`` raises RuntimeError('requires_grad must be a bool') for anything but a
+    Python bool (an int, None, a numpy bool); coretorch took its truth value silently (1.0 -> True, None -> False)."""
+    t = torch.zeros(2, device=device)
+    with pytest.raises(RuntimeError, match="^requires_grad must be a bool$"):
+        t.requires_grad = value
+    assert t.requires_grad is False
+
+
+@pytest.mark.parametrize("value", [1, "x", None, 1.0])
+def test_requires_grad_method_takes_only_a_bool(device, value):
+    """PyTorch: ``requires_grad_(1)`` raises TypeError("requires_grad_(): argument 'requires_grad' (position 1)
+    must be bool, not int"); coretorch set requires_grad from the value's truth."""
+    t = torch.zeros(2, device=device)
+    with pytest.raises(TypeError, match=r"^requires_grad_\(\): argument 'requires_grad' \(position 1\) must be bool, "
+                                        f"not {type(value).__name__}$"):
+        t.requires_grad_(value)
+    assert t.requires_grad is False
+    assert t.requires_grad_(np.bool_(True)).requires_grad is True  # (a numpy bool is a bool to PyTorch's parser)
+
+
+def test_requires_grad_of_non_leaf(device):
+    """PyTorch: ``y.requires_grad = True`` on a non-leaf raises ('you can only change requires_grad flags of leaf
+    variables.'), ``y.requires_grad_(True)`` does not; coretorch accepted both silently. False raises both ways."""
+    a = torch.ones(2, device=device, requires_grad=True)
+    y = a * 2
+    with pytest.raises(RuntimeError, match=r"^you can only change requires_grad flags of leaf variables\.$"):
+        y.requires_grad = True
+    assert y.requires_grad_(True) is y and y.requires_grad
+    for set_false in (lambda: setattr(y, "requires_grad", False), lambda: y.requires_grad_(False)):
+        with pytest.raises(RuntimeError, match="you can only change requires_grad flags of leaf variables. If you "
+                                               "want to use a computed variable"):
+            set_false()
+
+
+def test_requires_grad_on_integer_messages(device):
+    """PyTorch 2.13: requires_grad_() of an integer tensor says 'only Tensors of floating point dtype can require
+    gradients', the attribute 'only Tensors of floating point and complex dtype ...'; False is no error."""
+    t = torch.tensor([1, 2], device=device)
+    with pytest.raises(RuntimeError, match="^only Tensors of floating point dtype can require gradients$"):
+        t.requires_grad_()
+    with pytest.raises(RuntimeError, match="^only Tensors of floating point and complex dtype can require gradients$"):
+        t.requires_grad = True
+    t.requires_grad = False
+    assert t.requires_grad_(False).requires_grad is False
+
+
+def test_grad_assigned_itself_raises(device):
+    """PyTorch: ``a.grad = a`` raises RuntimeError("can't assign Variable as its own grad"); coretorch stored the
+    tensor as its own gradient (the next backward added into the parameter's values)."""
+    a = torch.ones(2, device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match="^can't assign Variable as its own grad$"):
+        a.grad = a
+    assert a.grad is None
+
+
+def test_del_grad(device):
+    """PyTorch: ``del a.grad`` clears the gradient (as ``a.grad = None``); coretorch raised AttributeError."""
+    a = torch.ones(2, device=device, requires_grad=True)
+    (a * 2).sum().backward()
+    del a.grad
+    assert a.grad is None
+
+
+def test_grad_assignment_messages(device):
+    """PyTorch 2.13's messages: 'attempting to assign a gradient of size '[3]' to a tensor of size '[2]'...', and
+    for a dtype, 'attempting to assign a gradient with dtype 'double' to a tensor with grad_dtype 'Float'...'
+    (the dtype is checked before the size); coretorch said 'assigned grad has data of a different size/type'."""
+    a = torch.ones(2, device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"^attempting to assign a gradient of size '\[1, 2\]' to a tensor of size "
+                                           r"'\[2\]'\. Please ensure that the gradient and the tensor are the same "
+                                           "size$"):
+        a.grad = torch.ones(1, 2, device=device)
+    for dt, name in ((torch.float64, "double"), (torch.int64, "long int"), (torch.float16, "c10::Half"),
+                     (torch.bfloat16, "c10::BFloat16"), (torch.uint8, "unsigned char"), (torch.bool, "bool")):
+        with pytest.raises(RuntimeError, match=f"^attempting to assign a gradient with dtype '{name}' to a tensor "
+                                               "with grad_dtype 'Float'. The gradient must match the tensor's "
+                                               "grad_dtype"):
+            a.grad = torch.ones(3, dtype=dt, device=device)
+    with pytest.raises(TypeError, match="^assigned grad expected to be a Tensor or None but got grad of type list$"):
+        a.grad = [1., 1.]
+    assert a.grad is None
+
+
+def test_grad_dtype_set_casts_the_backward_gradient(device):
+    """PyTorch 2.13: ``p.grad_dtype = torch.float64`` makes backward (and autograd.grad, and the leaf's tensor hooks)
+    give p a float64 gradient, and ``p.grad = g`` accept a float64 g; None accepts any dtype.  coretorch's
+    grad_dtype was read-only (AttributeError) and the gradient kept p's dtype."""
+    p = torch.tensor([1., 2.], device=device, requires_grad=True)
+    assert p.grad_dtype is torch.float32
+    p.grad_dtype = torch.float64
+    assert p.grad_dtype is torch.float64
+    seen = []
+    p.register_hook(lambda g: seen.append(g.dtype))
+    (p * 3).sum().backward()
+    assert p.grad.dtype is torch.float64 and seen == [torch.float64]
+    np.testing.assert_allclose(p.grad.cpu().numpy(), [3., 3.])
+    (p * p).sum().backward()  # two edges: the queued path
+    assert p.grad.dtype is torch.float64
+    np.testing.assert_allclose(p.grad.cpu().numpy(), [5., 7.])
+    g, = torch.autograd.grad((p * 2).sum(), p)
+    assert g.dtype is torch.float64
+    p.grad = torch.zeros(2, dtype=torch.float64, device=device)
+    q = torch.tensor([1., 2.], device=device, requires_grad=True)
+    q.grad_dtype = None
+    assert q.grad_dtype is None
+    q.grad = torch.ones(2, dtype=torch.float16, device=device)  # any dtype
+    assert q.grad.dtype is torch.float16
+    r = torch.tensor([1., 2.], device=device, requires_grad=True)
+    r.grad_dtype = torch.float16
+    r.sum().backward()  # the leaf's own AccumulateGrad as the graph's first node after the root
+    assert r.grad.dtype is torch.float16
+
+
+def test_grad_dtype_errors(device):
+    """PyTorch 2.13: grad_dtype of a non-leaf raises (read: 'can only be accessed on leaf tensors.', set: 'can only
+    be set on leaf tensors.'), a non-dtype raises, and changing it while a gradient of another dtype is there
+    raises; coretorch had no setter (AttributeError) and returned a non-leaf's dtype."""
+    a = torch.tensor([1., 2.], device=device, requires_grad=True)
+    y = a * 2
+    with pytest.raises(RuntimeError, match=r"^grad_dtype can only be accessed on leaf tensors\.$"):
+        y.grad_dtype
+    with pytest.raises(RuntimeError, match=r"^grad_dtype can only be set on leaf tensors\.$"):
+        y.grad_dtype = torch.float64
+    with pytest.raises(RuntimeError, match="^grad_dtype must be a torch.dtype or None, but got str$"):
+        a.grad_dtype = "float64"
+    a.grad = torch.ones(2, device=device)
+    with pytest.raises(RuntimeError, match="^Cannot set grad_dtype to 'Double' because there is already a gradient "
+                                           "with dtype 'float'. Please clear the gradient"):
+        a.grad_dtype = torch.float64
+    a.grad_dtype = torch.float32
+    a.grad_dtype = None  # (None: always allowed)
+    assert a.grad_dtype is None and a.detach().grad_dtype is torch.float32  # (a new tensor: its own dtype)

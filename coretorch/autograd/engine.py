@@ -203,7 +203,7 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         continue
                     if nxt.__class__ is AccumulateGrad:  # a leaf gradient queued (several edges, hooks, grad())
                         v = nxt.variable
-                        if g._data.shape != v._data.shape or g.dtype is not v.dtype:
+                        if g._data.shape != v._data.shape or g.dtype is not v.dtype or v._gdt is not False:
                             g = _validate_leaf_grad(node, grads_in, g, v)
                     b = buffers.get(nxt)
                     if b is None:
@@ -435,13 +435,15 @@ def _retains_last(fn) -> bool:
 
 
 def _validate_leaf_grad(node, grads_in, g, v):
-    """As PyTorch's engine: a gradient must match its leaf's shape; its dtype is cast to the leaf's."""
+    """As PyTorch's engine: a gradient must match its leaf's shape; its dtype is cast to the leaf's grad_dtype (the
+    leaf's own dtype unless set; None: kept), before the leaf's hooks see it and what autograd.grad returns."""
     if g._data.shape != v._data.shape:
         k = next(i for i, x in enumerate(grads_in) if x is g)
         raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {k} - got "
                            f"{list(g.shape)} but expected shape compatible with {list(v.shape)}")
-    if g.dtype is not v.dtype:
-        g = g.to(v.dtype)
+    want = v.dtype if v._gdt is False else v._gdt
+    if want is not None and g.dtype is not want:
+        g = g.to(want)
     return g
 
 

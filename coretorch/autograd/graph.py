@@ -233,6 +233,10 @@ class AccumulateGrad(Node):
 
     def _accumulate(self, grad) -> None:
         v = self.variable
+        if v._gdt is not False:  # grad_dtype set (coretorch/_grad_assign.py): the gradient takes that dtype
+            want = v._gdt
+            if want is not None and grad.dtype is not want:
+                grad = grad.to(want)
         if v._grad is None:
             # a gradient computed outside grad mode is already a graph-free tensor: store it as is
             g = grad if _gs.enabled or (grad.grad_fn is None and not grad._rg) else grad.detach()
