@@ -189,3 +189,61 @@ def test_grad_dtype_errors(device):
     a.grad_dtype = torch.float32
     a.grad_dtype = None  # (None: always allowed)
     assert a.grad_dtype is None and a.detach().grad_dtype is torch.float32  # (a new tensor: its own dtype)
+
+
+def _anomaly_forward(a):
+    return (a / a).sum()
+
+
+def test_detect_anomaly_warns_with_the_forward_traceback(device):
+    """PyTorch: a backward that fails in anomaly mode warns 'Error detected in DivBackward0. Traceback of forward
+    call that caused the error:' followed by the user's frames of the forward call (here _anomaly_forward's line),
+    then raises the NaN error; coretorch raised without the warning (it recorded no forward traceback)."""
+    a = torch.tensor([0., 1.], device=device, requires_grad=True)
+    with pytest.warns(UserWarning, match="Anomaly Detection has been enabled"):
+        ctx = torch.autograd.detect_anomaly()
+    with ctx:
+        y = _anomaly_forward(a)
+        with pytest.warns(UserWarning) as rec:
+            with pytest.raises(RuntimeError, match=r"^Function 'DivBackward0' returned nan values in its 1th "
+                                                   r"output\.$"):
+                y.backward()
+    msgs = [str(w.message) for w in rec if "Error detected" in str(w.message)]
+    assert len(msgs) == 1
+    head, _, trace = msgs[0].partition("\n")
+    assert head == "Error detected in DivBackward0. Traceback of forward call that caused the error:"
+    assert "in _anomaly_forward" in trace and "return (a / a).sum()" in trace
+    assert "coretorch" + __import__("os").sep not in trace  # (the user's frames, not the op's internals)
+
+
+def test_detect_anomaly_warns_without_forward_info(device):
+    """PyTorch: a node made while anomaly mode was off has no traceback: 'Error detected in DivBackward0. No forward
+    pass information available. Enable detect anomaly during forward pass for more information.'"""
+    a = torch.tensor([0., 1.], device=device, requires_grad=True)
+    y = _anomaly_forward(a)
+    with torch.autograd.set_detect_anomaly(True):
+        with pytest.warns(UserWarning, match="^Error detected in DivBackward0. No forward pass information available. "
+                                             "Enable detect anomaly during forward pass for more information.$"):
+            with pytest.raises(RuntimeError, match="returned nan values"):
+                y.backward()
+    assert not torch.is_anomaly_enabled()
+
+
+def test_detect_anomaly_warns_for_an_error_in_a_custom_backward(device):
+    """PyTorch: any error raised by a node's backward in anomaly mode gets the warning (here a custom Function's
+    ValueError, re-raised as is)."""
+    class Boom(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            raise ValueError("boom")
+
+    a = torch.tensor([0., 1.], device=device, requires_grad=True)
+    with torch.autograd.set_detect_anomaly(True):
+        y = Boom.apply(a).sum()
+        with pytest.warns(UserWarning, match="^Error detected in BoomBackward. Traceback of forward call"):
+            with pytest.raises(ValueError, match="^boom$"):
+                y.backward()

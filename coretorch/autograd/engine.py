@@ -9,6 +9,7 @@ import weakref as _weakref
 import threading
 
 from .._fpquiet import quiet as _fp_quiet
+from . import anomaly_mode as _anomaly_mode
 from .grad_mode import state
 from .graph import _FREED, ACCUMULATE_LOCK, AccumulateGrad
 
@@ -125,6 +126,7 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
     prev_task = getattr(_TASK, "cur", None)
     task: tuple = (next(_TASK_IDS), deps, roots, live, cap, [])
     _TASK.cur = task  # (multi-grad hooks ask; final callbacks)
+    node = None
     try:
         while ready:
             node = ready.pop()
@@ -224,8 +226,13 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                     else:
                         _skip(nxt, deps, buffers, ready)
         callbacks = task[5]
+        node = None
         while callbacks:  # Variable._execution_engine.queue_callback's, in order (one may queue another)
             callbacks.pop(0)()
+    except BaseException:
+        if _anomaly_mode.state.enabled:  # PyTorch's warning: where the failing node was made (forward traceback)
+            _anomaly_mode.warn_error_in(node)
+        raise
     finally:
         state.enabled = prev
         _TASK.cur = prev_task
