@@ -247,3 +247,17 @@ def test_detect_anomaly_warns_for_an_error_in_a_custom_backward(device):
         with pytest.warns(UserWarning, match="^Error detected in BoomBackward. Traceback of forward call"):
             with pytest.raises(ValueError, match="^boom$"):
                 y.backward()
+
+
+def test_extra_grad_outputs_are_ignored(device):
+    """PyTorch: autograd.grad / autograd.backward pair each output with its gradient; gradients past the last
+    output are not read (grad([y], a, grad_outputs=[g, h]) is grad(y, a, g)); fewer gradients than outputs raise
+    'got 2 tensors and 1 gradients'.  coretorch raised for more gradients too."""
+    a = torch.tensor([1., 2.], device=device, requires_grad=True)
+    g, = torch.autograd.grad([a * 2], a, grad_outputs=[torch.tensor([1., 3.], device=device),
+                                                       torch.ones(5, device=device)])
+    np.testing.assert_allclose(g.cpu().numpy(), [2., 6.])
+    torch.autograd.backward([a * 3], grad_tensors=[torch.tensor([1., 2.], device=device), None])
+    np.testing.assert_allclose(a.grad.cpu().numpy(), [3., 6.])
+    with pytest.raises(RuntimeError, match="^got 2 tensors and 1 gradients$"):
+        torch.autograd.grad([a * 2, a * 3], a, grad_outputs=[torch.ones(2, device=device)])
