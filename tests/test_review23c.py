@@ -261,3 +261,91 @@ def test_extra_grad_outputs_are_ignored(device):
     np.testing.assert_allclose(a.grad.cpu().numpy(), [3., 6.])
     with pytest.raises(RuntimeError, match="^got 2 tensors and 1 gradients$"):
         torch.autograd.grad([a * 2, a * 3], a, grad_outputs=[torch.ones(2, device=device)])
+
+
+def _version_message(run) -> str:
+    with pytest.raises(RuntimeError) as e:
+        run()
+    return str(e.value)
+
+
+def test_saved_tensor_version_error_message(device):
+    """PyTorch 2.13's message: "one of the variables needed for gradient computation has been modified by an inplace
+    operation: [torch.FloatTensor [2]], which is output 0 of Add, is at version 1; expected version 0 instead. Hint:
+    enable anomaly detection ... with torch.autograd.set_detect_anomaly(True, check_nan=False)." -- the tensor's
+    node named as its forward op, no node for a leaf, the saved output of a custom Function named as the Function.
+    coretorch said '[FloatTensor [2]] ... output 0 of AddBackward0' ('of a leaf' for a leaf) with a hint of its own."""
+    head = "^one of the variables needed for gradient computation has been modified by an inplace operation: "
+    hint = (" Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
+            "torch.autograd.set_detect_anomaly(True, check_nan=False).")
+
+    def non_leaf():
+        a = torch.tensor([1., 2.], device=device, requires_grad=True)
+        b = a.sigmoid()
+        y = b * b
+        b.add_(1)
+        y.sum().backward()
+    msg = _version_message(non_leaf)
+    assert msg.startswith(head[1:] + "[torch.FloatTensor [2]], which is output 0 of Add, is at version 1; expected "
+                          "version 0 instead.")
+    assert msg.endswith(hint)
+
+    def leaf():
+        a = torch.tensor([1., 2.], device=device, requires_grad=True)
+        b = torch.tensor([1., 2.], device=device)
+        y = a * b
+        b.add_(1)
+        y.sum().backward()
+    assert _version_message(leaf) == head[1:] + "[torch.FloatTensor [2]] is at version 1; expected version 0 " \
+        "instead." + hint
+
+    class Exp(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            o = x.exp()
+            ctx.save_for_backward(o)
+            return o
+
+        @staticmethod
+        def backward(ctx, g):
+            o, = ctx.saved_tensors
+            return g * o
+
+    def custom_output():
+        a = torch.tensor([0., 1.], device=device, requires_grad=True, dtype=torch.float64)
+        y = Exp.apply(a)
+        y.mul_(3)
+        y.sum().backward()
+    assert _version_message(custom_output).startswith(
+        head[1:] + "[torch.DoubleTensor [2]], which is output 0 of Exp, is at version 1; expected version 0 instead.")
+
+    def in_anomaly_mode():
+        with torch.autograd.set_detect_anomaly(True, check_nan=False):
+            with pytest.warns(UserWarning, match="Error detected in MulBackward0"):
+                non_leaf()
+    assert _version_message(in_anomaly_mode).endswith(
+        " Hint: the backtrace further above shows the operation that failed to compute its gradient. The variable in "
+        "question was changed in there or anywhere later. Good luck!")
+
+
+def test_mark_dirty_of_a_non_input_warns(device):
+    """PyTorch: ctx.mark_dirty(t) of a tensor that is no input warns "ctx.mark_dirty() received a tensor that was not
+    an input. Only input Tensors that have been mutated should be passed to ctx.mark_dirty()." (and goes on);
+    coretorch was silent."""
+    class F(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            o = x * 2
+            ctx.mark_dirty(o)
+            return o
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    a = torch.tensor([1., 2.], device=device, requires_grad=True)
+    with pytest.warns(UserWarning, match=r"^ctx\.mark_dirty\(\) received a tensor that was not an input\. Only input "
+                                         r"Tensors that have been mutated should be passed to ctx\.mark_dirty\(\)\.$"):
+        y = F.apply(a)
+    y.sum().backward()
+    np.testing.assert_allclose(a.grad.cpu().numpy(), [2., 2.])
