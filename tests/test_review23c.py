@@ -349,3 +349,40 @@ def test_mark_dirty_of_a_non_input_warns(device):
         y = F.apply(a)
     y.sum().backward()
     np.testing.assert_allclose(a.grad.cpu().numpy(), [2., 2.])
+
+
+@pytest.mark.parametrize("kind", ["post", "pre"])
+def test_node_hook_must_return_a_tuple(device, kind):
+    """PyTorch: a grad_fn hook (register_hook / register_prehook) that returns something other than None or a tuple
+    raises TypeError("expected tuple, but hook returned 'Tensor'") ('list' for a list); coretorch iterated a
+    returned tensor as a sequence of gradients (RuntimeError about the number of values) and took a list."""
+    for ret, name in ((lambda g: g[0], "Tensor"), (lambda g: list(g), "list")):
+        a = torch.tensor([1., 2.], device=device, requires_grad=True)
+        y = a * 2
+        if kind == "post":
+            y.grad_fn.register_hook(lambda gi, go: ret(gi))
+        else:
+            y.grad_fn.register_prehook(lambda go: ret(go))
+        with pytest.raises(TypeError, match=f"^expected tuple, but hook returned '{name}'$"):
+            y.sum().backward()
+    a = torch.tensor([1., 2.], device=device, requires_grad=True)
+    y = a * 2
+    y.grad_fn.register_prehook(lambda go: (go[0] * 3,))
+    y.sum().backward()
+    np.testing.assert_allclose(a.grad.cpu().numpy(), [6., 6.])
+
+
+def test_calling_a_grad_fn_of_one_input_returns_the_gradient(device):
+    """PyTorch: ``y.grad_fn(g)`` returns the gradient itself for a node with one input (ExpBackward0,
+    SumBackward0, SelectBackward0), a tuple for several (MulBackward0 of two tensors); coretorch always returned a
+    tuple (a 1-tuple here)."""
+    a = torch.tensor([1., 2.], device=device, requires_grad=True)
+    b = torch.tensor([3., 4.], device=device, requires_grad=True)
+    y = a.exp()
+    r = y.grad_fn(torch.ones(2, device=device))
+    assert isinstance(r, torch.Tensor)
+    np.testing.assert_allclose(r.detach().cpu().numpy(), np.exp([1., 2.]), rtol=1e-6)
+    r = a.sum().grad_fn(torch.tensor(2., device=device))
+    assert isinstance(r, torch.Tensor) and r.tolist() == [2., 2.]
+    ga, gb = (a * b).grad_fn(torch.ones(2, device=device))
+    assert ga.tolist() == [3., 4.] and gb.tolist() == [1., 2.]

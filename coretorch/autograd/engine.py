@@ -424,7 +424,8 @@ def _check_hook_result(fn, old, new) -> None:
 def _check_node_hook_result(fn, old: tuple, new) -> tuple:
     """PyTorch's checks of what a grad_fn's (pre-)hook returned: as many values, each None or a tensor of its
     gradient's size, dtype and device (no value where the gradient is None)."""
-    new = tuple(new)
+    if not isinstance(new, tuple):  # (PyTorch: a list, or a lone tensor, is no tuple of gradients either)
+        raise TypeError(f"expected tuple, but hook returned '{type(new).__name__}'")
     if len(new) != len(old):
         name = getattr(fn, "__name__", type(fn).__name__)
         raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got {len(new)}, but "

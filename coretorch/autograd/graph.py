@@ -206,11 +206,12 @@ class Node:
         """Call the backward formula (``grads`` has one entry per output)."""
         return self.backward(*grads)
 
-    def __call__(self, *grads) -> tuple:
+    def __call__(self, *grads) -> Any:
         """``grad_fn(*grad_outputs)``: the node's gradients for its inputs (PyTorch's nodes are callable; recorded
-        by autograd in grad mode, as theirs)."""
+        by autograd in grad mode, as theirs): the gradient itself for a node of one input, else a tuple."""
         r = self.apply(*grads)
-        return tuple(r) if isinstance(r, (tuple, list)) else (r,)
+        r = tuple(r) if isinstance(r, (tuple, list)) else (r,)
+        return r[0] if len(r) == 1 else r
 
     @property
     def metadata(self) -> dict:
