@@ -386,3 +386,28 @@ def test_calling_a_grad_fn_of_one_input_returns_the_gradient(device):
     assert isinstance(r, torch.Tensor) and r.tolist() == [2., 2.]
     ga, gb = (a * b).grad_fn(torch.ones(2, device=device))
     assert ga.tolist() == [3., 4.] and gb.tolist() == [1., 2.]
+
+
+def test_unary_grad_fn_saved_attributes(device):
+    """PyTorch exposes a node's saved tensor: ``x.sin().grad_fn._saved_self`` (the input), ``x.exp().grad_fn.
+    _saved_result`` (the output) -- version-checked, and after the backward freed it the 'backward through the graph
+    a second time' error; coretorch's nodes had no such attribute (AttributeError)."""
+    a = torch.tensor([1., 2.], device=device, requires_grad=True)
+    for op, attr in (("log", "_saved_self"), ("sin", "_saved_self"), ("abs", "_saved_self"),
+                     ("exp", "_saved_result"), ("sigmoid", "_saved_result"), ("tanh", "_saved_result"),
+                     ("sqrt", "_saved_result"), ("relu", "_saved_result")):
+        y = getattr(a, op)()
+        other = "_saved_result" if attr == "_saved_self" else "_saved_self"
+        assert not hasattr(y.grad_fn, other), op
+        saved = getattr(y.grad_fn, attr)
+        expected = a if attr == "_saved_self" else y
+        np.testing.assert_allclose(saved.detach().cpu().numpy(), expected.detach().cpu().numpy())
+    y = a.exp()
+    y.sum().backward()
+    with pytest.raises(RuntimeError, match="^Trying to backward through the graph a second time"):
+        y.grad_fn._saved_result
+    b = a * 1
+    y = b.sin()
+    b.add_(1)
+    with pytest.raises(RuntimeError, match="^one of the variables needed for gradient computation has been modified"):
+        y.grad_fn._saved_self
