@@ -319,6 +319,14 @@ def test_saved_tensor_version_error_message(device):
     assert _version_message(custom_output).startswith(
         head[1:] + "[torch.DoubleTensor [2]], which is output 0 of Exp, is at version 1; expected version 0 instead.")
 
+    def builtin_output():
+        a = torch.tensor([1., 2.], device=device, requires_grad=True)
+        y = a.exp()
+        y.mul_(2)
+        y.sum().backward()
+    assert _version_message(builtin_output).startswith(
+        head[1:] + "[torch.FloatTensor [2]], which is output 0 of Exp, is at version 1; expected version 0 instead.")
+
     def in_anomaly_mode():
         with torch.autograd.set_detect_anomaly(True, check_nan=False):
             with pytest.warns(UserWarning, match="Error detected in MulBackward0"):

@@ -74,8 +74,8 @@ def _version_error(t, node, saved_version) -> RuntimeError:
     outs = node.__dict__.get("_saved_outs")  # (a custom Function's saved outputs: id -> output number)
     if outs is not None and id(t) in outs:
         fn, nr = node, outs[id(t)]
-    elif t is getattr(node, "out", None):  # (a built-in op's saved result)
-        fn, nr = node, 0
+    elif t is getattr(node, "out", None) or "_saved_result" in type(node).__dict__:  # a built-in op's saved result
+        fn, nr = node, 0  # (a unary node whose one saved tensor is its result: exp's, sigmoid's)
     else:
         fn, nr = t.grad_fn, t._out_nr
     which = ""
