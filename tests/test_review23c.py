@@ -419,3 +419,28 @@ def test_unary_grad_fn_saved_attributes(device):
     b.add_(1)
     with pytest.raises(RuntimeError, match="^one of the variables needed for gradient computation has been modified"):
         y.grad_fn._saved_self
+
+
+def test_saved_tensors_are_empty_while_forward_runs(device):
+    """PyTorch: inside forward (and setup_context), ``ctx.saved_tensors`` is () -- tensors are saved when forward
+    returns; afterwards ``y.grad_fn.saved_tensors`` holds them.  coretorch returned them already in forward."""
+    seen = []
+
+    class F(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            seen.append(ctx.saved_tensors)
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            a, = ctx.saved_tensors
+            return g * a
+
+    a = torch.tensor([1., 2.], device=device, requires_grad=True)
+    y = F.apply(a)
+    assert seen == [()]
+    assert len(y.grad_fn.saved_tensors) == 1 and y.grad_fn.saved_tensors[0] is a
+    y.sum().backward()
+    np.testing.assert_allclose(a.grad.cpu().numpy(), [1., 2.])  # (backward's g * a)

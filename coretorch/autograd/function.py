@@ -25,9 +25,14 @@ class FunctionCtx:
                                 f"is of type {type(t).__name__}")
         self.save(*tensors)
 
+    _in_forward = False  # (True while the Function's forward / setup_context runs)
+
     @property
     def saved_tensors(self) -> tuple:
-        """The tensors saved by :meth:`save_for_backward`, in order."""
+        """The tensors saved by :meth:`save_for_backward`, in order (empty while forward runs, as PyTorch's: they
+        are saved when it returns)."""
+        if self._in_forward:
+            return ()
         return self.saved()
 
     @property
@@ -211,6 +216,7 @@ class Function(metaclass=_FunctionMeta):
         record = state.enabled and any(ctx.needs_input_grad)
         prev = state.enabled
         state.enabled = False
+        ctx._in_forward = True
         try:
             if uses_setup:
                 outputs = cls.forward(*args, **kwargs)
@@ -219,6 +225,7 @@ class Function(metaclass=_FunctionMeta):
                 outputs = cls.forward(ctx, *args, **kwargs)
         finally:
             state.enabled = prev
+            ctx._in_forward = False
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         if ctx._dirty:
