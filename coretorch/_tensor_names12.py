@@ -15,7 +15,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from . import _compat
+from . import _compat, _grad_assign
 from . import dtypes as _dt
 from .autograd._node_names import named_node
 from .autograd.grad_mode import state as _gs
@@ -441,7 +441,9 @@ for _name in ("is_xla", "is_ipu", "is_maia", "is_mtia", "is_vulkan"):  # devices
     setattr(Tensor, _name, property(lambda self: False, doc=f"False: no tensor lives on a {_name[3:]} device here."))
 for _name in ("xpu", "mtia", "ipu"):
     setattr(Tensor, _name, _to_device_type(_name))
-Tensor.grad_dtype = property(lambda self: self.dtype, doc="The dtype ``.grad`` has: the tensor's own.")
+Tensor.grad_dtype = property(_grad_assign.get_grad_dtype,
+                             lambda self, v: _grad_assign.set_grad_dtype(self, v, _dt.dtype),
+                             doc="The dtype a leaf's ``.grad`` is given (its own unless set; None: any dtype).")
 for _fn in (_hh.geqrf, _hh.orgqr, _hh.ormqr):
     setattr(Tensor, _fn.__name__, _fn)
 Tensor.lu, Tensor.lu_solve = _lu.lu_deprecated, _lu.lu_solve_deprecated

@@ -8,6 +8,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from ._backend import get_table
+from ._grad_assign import UNSET as _GDT_UNSET, check_assigned_grad as _check_assigned_grad
 from ._warn_once import warn_once
 from .autograd.engine import VIEW_REFRESH as _VIEW_REFRESH, _grad_edge
 from .autograd.engine import run_backward as _run_backward
@@ -53,6 +54,7 @@ class Tensor(_TensorAPI):
     _accum = None
     _post_accumulate_grad_hooks = None  # register_post_accumulate_grad_hook's (run by AccumulateGrad)
     _retains = False
+    _gdt: Any = _GDT_UNSET  # grad_dtype, where set (coretorch/_grad_assign.py)
 
     _is_param = False  # nn.Parameter's isinstance check also accepts tensors flagged this way (as PyTorch)
 
@@ -247,6 +249,13 @@ class Tensor(_TensorAPI):
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
+        if value.__class__ is not bool:  # (PyTorch: 1, None or a numpy bool raise too)
+            raise RuntimeError("requires_grad must be a bool")
+        if value and self.grad_fn is not None:  # (requires_grad_(True) of a non-leaf is no error: its setter is)
+            raise RuntimeError("you can only change requires_grad flags of leaf variables.")
+        self._set_rg(value, "floating point and complex")
+
+    def _set_rg(self, value: bool, kinds: str) -> None:
         if self.grad_fn is not None:
             if not value:
                 raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want "
@@ -254,16 +263,18 @@ class Tensor(_TensorAPI):
                                    "differentiation use var_no_grad = var.detach().")
             return
         if value and not self.dtype.is_floating_point:
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
-        self._rg = bool(value)
+            raise RuntimeError(f"only Tensors of {kinds} dtype can require gradients")
+        self._rg = value
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Set ``requires_grad`` in place (default True); returns ``self``."""
-        if type(requires_grad) is not bool:  # (PyTorch's argument parser: a truthy 1, "x" or tensor is refused)
-            kind = type(requires_grad)
-            raise TypeError("requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
-                            + (f"numpy.{kind.__name__}" if kind.__module__ == "numpy" else kind.__name__))
-        self.requires_grad = requires_grad
+        if requires_grad.__class__ is not bool:
+            if not isinstance(requires_grad, np.bool_):  # (PyTorch's parser takes a numpy bool as a bool)
+                kind = type(requires_grad)
+                raise TypeError("requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
+                                + (f"numpy.{kind.__name__}" if kind.__module__ == "numpy" else kind.__name__))
+            requires_grad = bool(requires_grad)
+        self._set_rg(requires_grad, "floating point")  # (PyTorch's message of the method: no "and complex")
         return self
 
     @property
@@ -284,19 +295,12 @@ class Tensor(_TensorAPI):
     @grad.setter
     def grad(self, value) -> None:
         if value is not None:
-            if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
-                                f"{type(value).__name__}")
-            if value._be is not self._be:
-                raise RuntimeError(f"assigned grad has data located on a different device ({value.device}) "
-                                   f"than the tensor ({self.device})")
-            if value.dtype is not self.dtype:
-                raise RuntimeError(f"assigned grad has data of a different type ({value.dtype}) than the tensor "
-                                   f"({self.dtype})")
-            if value._data.shape != self._data.shape:
-                raise RuntimeError(f"assigned grad has data of a different size: got {list(value.shape)}, "
-                                   f"expected {list(self.shape)}")
+            _check_assigned_grad(self, value, Tensor)
         self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None  # (del t.grad: as PyTorch, the same as t.grad = None)
 
     @property
     def is_leaf(self) -> bool:

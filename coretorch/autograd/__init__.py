@@ -31,7 +31,7 @@ def run_backward(tensors, grads, *args, **kwargs):
 
 def _make_grads(outputs, grad_outputs, create_graph: bool, batched: bool = False):
     Tensor, _make = _tensor_mod.Tensor, _tensor_mod._make
-    if len(grad_outputs) != len(outputs):
+    if len(grad_outputs) < len(outputs):  # (PyTorch pairs them up: gradients past the last output are not read)
         raise RuntimeError(f"got {len(outputs)} tensors and {len(grad_outputs)} gradients")
     grads: list = []
     for out, g in zip(outputs, grad_outputs):

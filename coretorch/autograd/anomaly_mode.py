@@ -2,13 +2,17 @@
 
 While enabled, each backward (``Tensor.backward``, ``autograd.backward``, ``autograd.grad``) puts a check on every
 node of the graph it runs: a node whose gradients contain NaN raises PyTorch's
-``RuntimeError: Function 'DivBackward0' returned nan values in its 0th output.``  (PyTorch also records the
-forward traceback of each node; coretorch does not, so the error names the node only.)  Off by default, and then
-free: nothing is added to the forward or backward pass.
+``RuntimeError: Function 'DivBackward0' returned nan values in its 0th output.``  Nodes made while it is on
+record the forward call's traceback (the user's frames), which a backward that fails in that node shows in PyTorch's
+warning ("Error detected in DivBackward0. Traceback of forward call that caused the error: ...").  Off by default,
+and then free: nothing is added to the forward or backward pass (the recording is a Node.__init__ swapped in only
+while anomaly mode is on).
 """
 from __future__ import annotations
 
 import functools
+import os
+import traceback
 import warnings
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
@@ -40,10 +44,12 @@ class _Switch:
     def __enter__(self):
         self._prev = (state.enabled, state.check_nan)
         state.enabled, state.check_nan = self._mode, self._check_nan
+        _sync_recording()
         return self
 
     def __exit__(self, *exc):
         state.enabled, state.check_nan = self._prev
+        _sync_recording()
         return False
 
     def __call__(self, fn):
@@ -69,6 +75,7 @@ class set_detect_anomaly(_Switch):
     def __init__(self, mode: bool, check_nan: bool = True) -> None:
         super().__init__(mode, check_nan)
         state.enabled, state.check_nan = self._mode, self._check_nan
+        _sync_recording()
 
     def __enter__(self):
         return self
@@ -99,3 +106,39 @@ def watch(roots) -> list:
         handles.append(node.register_hook(_nan_check(node)))
         stack.extend(n for n, _ in node.next_functions if n is not None)
     return handles
+
+
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # coretorch's own frames: not shown
+_PLAIN_INIT: list = []  # Node.__init__ as defined, while the recording one is installed
+
+
+def _recording_init(self) -> None:
+    _PLAIN_INIT[0](self)
+    stack = traceback.extract_stack()
+    self._anomaly_trace = [f for f in stack if not os.path.abspath(f.filename).startswith(_PKG)] or stack[:-1]
+
+
+def _sync_recording() -> None:
+    """While anomaly mode is on, every node made records its forward traceback (PyTorch's anomaly metadata): the
+    nodes' common __init__ is swapped for a recording one, so nothing is checked per node while it is off."""
+    from .graph import Node  # (graph imports nothing from here)
+    if state.enabled and not _PLAIN_INIT:
+        _PLAIN_INIT.append(Node.__init__)
+        Node.__init__ = _recording_init  # type: ignore[method-assign]
+    elif not state.enabled and _PLAIN_INIT:
+        Node.__init__ = _PLAIN_INIT.pop()  # type: ignore[method-assign]
+
+
+def warn_error_in(node) -> None:
+    """PyTorch's warning when a node's backward raised in anomaly mode: the forward traceback that made it."""
+    if node is None or node.__class__.__name__ == "AccumulateGrad":
+        return
+    name = node.name()
+    trace = node.__dict__.get("_anomaly_trace")
+    if trace is None:
+        msg = (f"Error detected in {name}. No forward pass information available. Enable detect anomaly during "
+               "forward pass for more information.")
+    else:
+        msg = f"Error detected in {name}. Traceback of forward call that caused the error:\n" + \
+            "".join(traceback.format_list(trace))
+    warnings.warn(msg, UserWarning, stacklevel=3)

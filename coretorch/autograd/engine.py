@@ -9,6 +9,7 @@ import weakref as _weakref
 import threading
 
 from .._fpquiet import quiet as _fp_quiet
+from . import anomaly_mode as _anomaly_mode
 from .grad_mode import state
 from .graph import _FREED, ACCUMULATE_LOCK, AccumulateGrad
 
@@ -125,6 +126,7 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
     prev_task = getattr(_TASK, "cur", None)
     task: tuple = (next(_TASK_IDS), deps, roots, live, cap, [])
     _TASK.cur = task  # (multi-grad hooks ask; final callbacks)
+    node = None
     try:
         while ready:
             node = ready.pop()
@@ -203,7 +205,7 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         continue
                     if nxt.__class__ is AccumulateGrad:  # a leaf gradient queued (several edges, hooks, grad())
                         v = nxt.variable
-                        if g._data.shape != v._data.shape or g.dtype is not v.dtype:
+                        if g._data.shape != v._data.shape or g.dtype is not v.dtype or v._gdt is not False:
                             g = _validate_leaf_grad(node, grads_in, g, v)
                     b = buffers.get(nxt)
                     if b is None:
@@ -224,8 +226,13 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                     else:
                         _skip(nxt, deps, buffers, ready)
         callbacks = task[5]
+        node = None
         while callbacks:  # Variable._execution_engine.queue_callback's, in order (one may queue another)
             callbacks.pop(0)()
+    except BaseException:
+        if _anomaly_mode.state.enabled:  # PyTorch's warning: where the failing node was made (forward traceback)
+            _anomaly_mode.warn_error_in(node)
+        raise
     finally:
         state.enabled = prev
         _TASK.cur = prev_task
@@ -417,7 +424,8 @@ def _check_hook_result(fn, old, new) -> None:
 def _check_node_hook_result(fn, old: tuple, new) -> tuple:
     """PyTorch's checks of what a grad_fn's (pre-)hook returned: as many values, each None or a tensor of its
     gradient's size, dtype and device (no value where the gradient is None)."""
-    new = tuple(new)
+    if not isinstance(new, tuple):  # (PyTorch: a list, or a lone tensor, is no tuple of gradients either)
+        raise TypeError(f"expected tuple, but hook returned '{type(new).__name__}'")
     if len(new) != len(old):
         name = getattr(fn, "__name__", type(fn).__name__)
         raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got {len(new)}, but "
@@ -435,13 +443,15 @@ def _retains_last(fn) -> bool:
 
 
 def _validate_leaf_grad(node, grads_in, g, v):
-    """As PyTorch's engine: a gradient must match its leaf's shape; its dtype is cast to the leaf's."""
+    """As PyTorch's engine: a gradient must match its leaf's shape; its dtype is cast to the leaf's grad_dtype (the
+    leaf's own dtype unless set; None: kept), before the leaf's hooks see it and what autograd.grad returns."""
     if g._data.shape != v._data.shape:
         k = next(i for i, x in enumerate(grads_in) if x is g)
         raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {k} - got "
                            f"{list(g.shape)} but expected shape compatible with {list(v.shape)}")
-    if g.dtype is not v.dtype:
-        g = g.to(v.dtype)
+    want = v.dtype if v._gdt is False else v._gdt
+    if want is not None and g.dtype is not want:
+        g = g.to(want)
     return g
 
 

@@ -25,9 +25,14 @@ class FunctionCtx:
                                 f"is of type {type(t).__name__}")
         self.save(*tensors)
 
+    _in_forward = False  # (True while the Function's forward / setup_context runs)
+
     @property
     def saved_tensors(self) -> tuple:
-        """The tensors saved by :meth:`save_for_backward`, in order."""
+        """The tensors saved by :meth:`save_for_backward`, in order (empty while forward runs, as PyTorch's: they
+        are saved when it returns)."""
+        if self._in_forward:
+            return ()
         return self.saved()
 
     @property
@@ -211,6 +216,7 @@ class Function(metaclass=_FunctionMeta):
         record = state.enabled and any(ctx.needs_input_grad)
         prev = state.enabled
         state.enabled = False
+        ctx._in_forward = True
         try:
             if uses_setup:
                 outputs = cls.forward(*args, **kwargs)
@@ -219,10 +225,11 @@ class Function(metaclass=_FunctionMeta):
                 outputs = cls.forward(ctx, *args, **kwargs)
         finally:
             state.enabled = prev
+            ctx._in_forward = False
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         if ctx._dirty:
-            _check_dirty(ctx._dirty, outs)
+            _check_dirty(ctx._dirty, outs, args)
         if not record:
             return outputs
         ctx.next_functions = tuple(edge(args[i]) for i in tensor_pos)
@@ -274,14 +281,22 @@ class Function(metaclass=_FunctionMeta):
         ctx._out_meta = tuple(meta) if len(outs) > 1 else None
         if ctx._saved:  # as PyTorch saves at the end of forward: the versions after it (mark_dirty's bump)
             ctx._versions = tuple([0 if t is None else t._vc[0] for t in ctx._saved])
+            outs_nr = {id(o): nr for nr, o in enumerate(outs) if isinstance(o, Tensor)}
+            # the saved outputs, which a version error names as this Function's (PyTorch's "output 0 of F")
+            ctx._saved_outs = {id(t): outs_nr[id(t)] for t in ctx._saved if t is not None and id(t) in outs_nr}
         return wrapped[0] if single else tuple(wrapped)
 
 
-def _check_dirty(dirty: tuple, outs: tuple) -> None:
+def _check_dirty(dirty: tuple, outs: tuple, args: tuple) -> None:
     """PyTorch's rules for ``ctx.mark_dirty``: every tensor marked is returned, and its version goes up by one
     (what was saved of it before the Function raises at the backward, also where forward wrote it without an
-    in-place op that counts, e.g. through ``.data``)."""
+    in-place op that counts, e.g. through ``.data``); one that is no input is marked with a warning."""
     returned = {id(o) for o in outs}
+    inputs = {id(a) for a in args}
+    if any(id(t) not in inputs for t in dirty):
+        import warnings
+        warnings.warn("ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have been "
+                      "mutated should be passed to ctx.mark_dirty().", UserWarning, stacklevel=3)
     for t in dirty:
         if id(t) not in returned:
             raise RuntimeError("Some elements marked as dirty during the forward method were not returned as output. "

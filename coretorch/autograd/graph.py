@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 import itertools
 import os
+import re
 import threading
 import weakref
 from collections import OrderedDict
@@ -67,12 +68,33 @@ class RemovableHandle:
 
 
 def _version_error(t, node, saved_version) -> RuntimeError:
+    """PyTorch 2.13's message for a saved tensor modified in place: the tensor's node, as the forward op's name
+    (``Exp``, ``Add``, a custom Function's class name); for a saved output of ``node`` itself, ``node`` (what made
+    it, whatever in-place op changed its grad_fn since); no node for a leaf."""
+    outs = node.__dict__.get("_saved_outs")  # (a custom Function's saved outputs: id -> output number)
+    if outs is not None and id(t) in outs:
+        fn, nr = node, outs[id(t)]
+    elif t is getattr(node, "out", None) or "_saved_result" in type(node).__dict__:  # a built-in op's saved result
+        fn, nr = node, 0  # (a unary node whose one saved tensor is its result: exp's, sigmoid's)
+    else:
+        fn, nr = t.grad_fn, t._out_nr
+    which = ""
+    if fn is not None:
+        name = fn.name()
+        m = _BACKWARD_SUFFIX.search(name)
+        which = f", which is output {nr} of {name[:m.start()] if m else name},"
+    from .anomaly_mode import state as anomaly
+    hint = ("Hint: the backtrace further above shows the operation that failed to compute its gradient. The variable "
+            "in question was changed in there or anywhere later. Good luck!" if anomaly.enabled else
+            "Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
+            "torch.autograd.set_detect_anomaly(True, check_nan=False).")
     return RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation: [{t.dtype._tname} {list(t.shape)}], which is output {t._out_nr} of "
-        f"{t.grad_fn.name() if t.grad_fn is not None else 'a leaf'}, is at version {t._vc[0]}; "
-        f"expected version {saved_version} instead. Hint: the node that needs it is {node.name()}; "
-        "replace the in-place op by its out-of-place form (e.g. x = x.add(y) instead of x.add_(y)).")
+        f"operation: [torch.{t.dtype._tname} {list(t.shape)}]{which} is at version {t._vc[0]}; "
+        f"expected version {saved_version} instead. {hint}")
+
+
+_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
 
 
 _TORCH_NS = frozenset(("AccumulateGrad", "CopySlices", "CopyBackwards", "GraphRoot", "Error", "DelayedError",
@@ -184,11 +206,12 @@ class Node:
         """Call the backward formula (``grads`` has one entry per output)."""
         return self.backward(*grads)
 
-    def __call__(self, *grads) -> tuple:
+    def __call__(self, *grads) -> Any:
         """``grad_fn(*grad_outputs)``: the node's gradients for its inputs (PyTorch's nodes are callable; recorded
-        by autograd in grad mode, as theirs)."""
+        by autograd in grad mode, as theirs): the gradient itself for a node of one input, else a tuple."""
         r = self.apply(*grads)
-        return tuple(r) if isinstance(r, (tuple, list)) else (r,)
+        r = tuple(r) if isinstance(r, (tuple, list)) else (r,)
+        return r[0] if len(r) == 1 else r
 
     @property
     def metadata(self) -> dict:
@@ -233,6 +256,10 @@ class AccumulateGrad(Node):
 
     def _accumulate(self, grad) -> None:
         v = self.variable
+        if v._gdt is not False:  # grad_dtype set (coretorch/_grad_assign.py): the gradient takes that dtype
+            want = v._gdt
+            if want is not None and grad.dtype is not want:
+                grad = grad.to(want)
         if v._grad is None:
             # a gradient computed outside grad mode is already a graph-free tensor: store it as is
             g = grad if _gs.enabled or (grad.grad_fn is None and not grad._rg) else grad.detach()

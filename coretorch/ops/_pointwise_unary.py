@@ -29,13 +29,20 @@ class _UnaryNode(Node):
     __slots__ = ("out",)
 
 
+# ``grad_fn._saved_self`` / ``grad_fn._saved_result``: the tensor the node saved (version-checked; after the
+# backward freed it, PyTorch's "Trying to backward through the graph a second time" error)
+_SAVED = property(lambda node: node.saved()[0])
+
+
 def _make_unary(name: str, backward, float_only: bool, save: str | None, nodiff: bool = False,
                 out_bool: bool = False, node_name: str | None = None) -> Callable[..., Tensor]:
     """``node_name``: the backward node's class name where PyTorch's is not ``<Name>Backward0``."""
     node_cls = None
     if backward is not None:
-        node_cls = type(node_name or f"{name[0].upper()}{name[1:]}Backward0", (_UnaryNode,),
-                        {"__slots__": (), "backward": backward, "__module__": _PW})
+        attrs = {"__slots__": (), "backward": backward, "__module__": _PW}
+        if save is not None:  # PyTorch's name of the saved tensor on the node: its input (self) or its result
+            attrs["_saved_self" if save == "x" else "_saved_result"] = _SAVED
+        node_cls = type(node_name or f"{name[0].upper()}{name[1:]}Backward0", (_UnaryNode,), attrs)
 
     def fn(input) -> Tensor:
         if not isinstance(input, Tensor):

@@ -124,10 +124,34 @@ def _rebase_view(x: Tensor, r: Tensor) -> None:
     geom = _view_geometry(x)
     node = CopySlices()
     node.geom, node.shape = geom, tuple(base._data.shape)
-    node.next_functions = (edge(base), edge(r))
+    old_base = edge(base)
+    _bypass_hooked_view_node(x, r, geom, node.shape, old_base)
+    node.next_functions = (old_base, edge(r))
     base.grad_fn, base._out_nr, base._rg = node, 0, True
     x.grad_fn, x._out_nr, x._rg = _region_of(geom, node.shape, (node, 0)), 0, True
     x._gfb = node
+
+
+def _bypass_hooked_view_node(x: Tensor, r: Tensor, geom, shape: tuple, old_base: tuple) -> None:
+    """PyTorch's CopySlices calls the in-place op's node itself and writes the gradient of its first input (the
+    view's old value) into the base's region: the view's old node is not on that path, so hooks registered on the
+    view before the op (``v.register_hook``, ``v.grad_fn.register_prehook``) do not fire for it (they still fire
+    where an op recorded before the in-place one read the old view).  Here the gradient reaches the base through
+    the edge of r's node (or of the clone of x it read) to that old node: where that node has hooks, the edge goes
+    to a plain node of the view's region of the base's old graph instead (same values; without hooks the old node
+    gives the same result and stays: no extra node)."""
+    old = x._gf
+    if old is None or not old._hooked or geom is None:
+        return
+    n = r._gf
+    for _ in range(2):  # the op's node, or the clone of x it read (apply_inplace's fn(clone(x)))
+        if n is None or not n.next_functions:
+            return
+        first = n.next_functions[0]
+        if first[0] is old and first[1] == x._out_nr:
+            n.next_functions = ((_region_of(geom, shape, old_base), 0),) + tuple(n.next_functions[1:])
+            return
+        n = first[0]
 
 
 def rebase_view_onto(x: Tensor, node: Node, nr: int, fn_name: str) -> None:
