@@ -59,8 +59,8 @@ def _matmul_nd(a: Tensor, b: Tensor) -> Tensor:
     if a.dtype is not b.dtype:
         if len(sb) > 2:  # PyTorch's matmul takes bmm for a batched right operand
             bmm_dtype_check(a, b)
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype._tname[:-6]} != "
-                           f"{b.dtype._tname[:-6]}")
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_dt.cpp_name(a.dtype)} != "
+                           f"{_dt.cpp_name(b.dtype)}")
     if sa[-1] != sb[-2]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, sa))} and "
                            f"{'x'.join(map(str, sb))})")
@@ -137,6 +137,8 @@ def _matmul(input: Tensor, other: Tensor) -> Tensor:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
                            f"[{other.shape[0]}] to have the same number of elements, but got {input.shape[0]} "
                            f"and {other.shape[0]} elements respectively")
+    if input.shape[-1] != other.shape[-2 if db > 1 else 0] and input.dtype is other.dtype and (da > 1 or db > 1):
+        _size_error(input.shape, other.shape)
     out = _matmul_nd(a, b)
     if da == 1:
         out = squeeze(out, -2)
@@ -149,6 +151,25 @@ def _matmul(input: Tensor, other: Tensor) -> Tensor:
     if out.grad_fn is not None and (da != 2 or db != 2):
         named_node(out, _matmul_node_name(da, db, input._rg))
     return out
+
+
+def _size_error(sa: tuple, sb: tuple) -> None:
+    """PyTorch's error for operands whose inner sizes differ, in the terms of the product its matmul runs: mv of the
+    rows folded (``(2, 2, 3) @ (4,)``), mm of them (``(2, 2, 3) @ (4, 2)``), bmm over the broadcast batch."""
+    k, da, db = sa[-1], len(sa), len(sb)
+    rows = 1
+    for d in sa[:-1]:
+        rows *= d
+    if db == 1:
+        raise RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{k}), vec ({sb[0]})")
+    if db == 2:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows if da > 1 else 1}x{k} and "
+                           f"{sb[0]}x{sb[1]})")
+    batch = 1
+    for d in broadcast_shape(sa[:-2], sb[:-2], "matmul"):
+        batch *= d
+    raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{batch}, {k}] but got: "
+                       f"[{batch}, {sb[-2]}].")
 
 
 def _matmul_node_name(da: int, db: int, a_grad: bool) -> str:
@@ -194,7 +215,7 @@ def bmm(input: Tensor, mat2: Tensor, *, out=None) -> Tensor:
         raise RuntimeError(f"batch1 must be a 3D tensor (bmm got {input.ndim}-D)")
     if mat2.ndim != 3:
         raise RuntimeError(f"batch2 must be a 3D tensor (bmm got {mat2.ndim}-D)")
-    if input.shape[0] != mat2.shape[0]:
+    if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{input.shape[0]}, {input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
     r = _matmul_nd(input, mat2)

@@ -1,0 +1,75 @@
+"""Session 23's own fixes (the lead's; the reviews' are in test_review23a.py ...)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+
+_OPS = {
+    "lerp": lambda x, s: torch.lerp(x, x * 2, s),
+    "addcmul": lambda x, s: torch.addcmul(x, s, x),
+    "clamp": lambda x, s: x.clamp(min=s),
+    "fmod": lambda x, s: torch.fmod(x, s),
+    "mul": lambda x, s: x * s,
+    "where": lambda x, s: torch.where(x > 0, x, s),
+}
+
+
+@pytest.mark.parametrize("op", list(_OPS))
+def test_a_0d_cpu_leaf_beside_a_device_tensor_gets_its_gradient_on_the_cpu(device, op):
+    """PyTorch treats a 0-d cpu tensor as a scalar operand of another device's op, and its engine moves the 0-d
+    gradient back to the leaf's device (validate_outputs).  coretorch before: ``lerp``/``addcmul``/``clamp``/``fmod``
+    with a 0-d cpu parameter beside an opencl tensor raised "attempting to assign a gradient with device type
+    'opencl' to a tensor with device type 'cpu'" at the backward."""
+    x0 = np.array([-1.3, 0.2, 0.9, 2.2], np.float32)
+    grads = []
+    for dev in ("cpu", device):
+        x = torch.tensor(x0, device=dev, requires_grad=True)
+        s = torch.tensor(0.4, requires_grad=True)
+        y = _OPS[op](x, s)
+        assert y.device.type == dev
+        y.pow(2).sum().backward()
+        assert s.grad.device.type == "cpu" and s.grad.shape == ()
+        grads.append((s.grad.item(), x.grad.cpu().numpy()))
+    np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-5)
+    np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-5)
+
+
+_MISMATCHES = [
+    ((2, 2, 3), (4, 2), "mat1 and mat2 shapes cannot be multiplied (4x3 and 4x2)"),
+    ((3,), (2, 4, 2), "Expected size for first two dimensions of batch2 tensor to be: [2, 3] but got: [2, 4]."),
+    ((2, 5, 2, 3), (2, 5, 4, 2), "Expected size for first two dimensions of batch2 tensor to be: [10, 3] but got: "
+                                 "[10, 4]."),
+    ((5, 2, 3), (2, 1, 4, 2), "Expected size for first two dimensions of batch2 tensor to be: [10, 3] but got: "
+                              "[10, 4]."),
+    ((2, 3), (2, 4, 2), "Expected size for first two dimensions of batch2 tensor to be: [2, 3] but got: [2, 4]."),
+    ((2, 2, 3), (4,), "size mismatch, got input (4), mat (4x3), vec (4)"),
+    ((2, 3), (4,), "size mismatch, got input (2), mat (2x3), vec (4)"),
+    ((3,), (4, 2), "mat1 and mat2 shapes cannot be multiplied (1x3 and 4x2)"),
+    ((2, 2, 3), (2, 4, 2), "Expected size for first two dimensions of batch2 tensor to be: [2, 3] but got: [2, 4]."),
+]
+
+
+@pytest.mark.parametrize("sa,sb,msg", _MISMATCHES)
+def test_matmul_size_errors_name_the_product_pytorch_runs(device, sa, sb, msg):
+    """PyTorch 2.13's matmul folds or broadcasts its operands and runs mv, mm or bmm, whose size error it raises
+    (the texts above, taken from PyTorch); coretorch before: "mat1 and mat2 shapes cannot be multiplied" with the
+    unfolded shapes for all of them."""
+    with pytest.raises(RuntimeError) as e:
+        torch.matmul(torch.ones(*sa, device=device), torch.ones(*sb, device=device))
+    assert str(e.value) == msg
+
+
+def test_bmm_checks_the_inner_size_and_dtype_names_are_cpp_names(device):
+    """``bmm`` of (1, 3, 4) and (1, 3, 4): PyTorch's "Expected size for first two dimensions of batch2 tensor to be:
+    [1, 4] but got: [1, 3]." (coretorch before: the mm text); the dtype mismatch of a product names the C++ types
+    ("long int != float", "float != double")."""
+    with pytest.raises(RuntimeError, match=r"^Expected size for first two dimensions of batch2 tensor to be: \[1, 4\] "
+                                           r"but got: \[1, 3\]\.$"):
+        torch.bmm(torch.ones(1, 3, 4, device=device), torch.ones(1, 3, 4, device=device))
+    for a, b, names in [(torch.int64, torch.float32, "long int != float"), (torch.float32, torch.float64,
+                                                                            "float != double"),
+                        (torch.int64, torch.float16, "long int != c10::Half")]:
+        with pytest.raises(RuntimeError, match=f"^expected m1 and m2 to have the same dtype, but got: {names}$"):
+            torch.ones(2, 3, dtype=a, device=device) @ torch.ones(3, 2, dtype=b, device=device)
