@@ -244,6 +244,7 @@ class Device:
         self.memory_limit = memory_limit_from_env(self.global_mem)  # bytes the pool may hold on the device
         # elementwise local size: fixed per device (PoCL compiles each kernel again per local size)
         self.ls = min(self.max_wg, 64 if self.is_cpu else 256)
+        self.vector_width_float = usable_vector_width(cldev)  # what the "_v" kernels and matmul tiles are sized for
         self._programs: dict = {}
         _ALL_DEVICES.add(self)
         self._kernels: dict = {}
@@ -525,6 +526,26 @@ class Device:
         gs = (n + ls - 1) // ls * ls
         STATS["launches"] += 1
         k(self.queue, (gs,), (ls,), *args)
+
+
+# LLVM CPU names whose float registers are 512 bits wide (AVX-512); "icelake" covers -client and -server
+_AVX512_CPUS = ("skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake", "tigerlake", "rocketlake",
+                "sapphirerapids", "graniterapids", "emeraldrapids", "znver4", "znver5", "knl", "knm", "x86-64-v4")
+
+
+def usable_vector_width(cldev) -> int:
+    """The device's preferred float vector width, but at most 8 where PoCL compiles for an x86 CPU without AVX-512.
+
+    Why: PoCL takes its preferred width from the host's CPU features and its compile target from the CPU's name,
+    which its LLVM may not know: on a Zen 4/5 host PoCL 3.0 (LLVM 14) reported width 16 and compiled for
+    ``znver3`` (AVX2), where a 16-wide ``sqrt`` aborted the process in LLVM's code generator ("Cannot select
+    fsqrt") and other 16-wide kernels went missing from their programs (INVALID_KERNEL_NAME).  The target is
+    the last part of PoCL's device string (``HSTR: pthread-x86_64-unknown-linux-gnu-znver3``)."""
+    pref = int(cldev.preferred_vector_width_float)
+    m = re.search(r"HSTR: \S*x86_64\S*?-gnu-(\S+)", cldev.version or "")
+    if pref > 8 and m is not None and not m.group(1).startswith(_AVX512_CPUS):
+        return 8
+    return pref
 
 
 def _arg_dtypes(src: str, kname: str) -> list:

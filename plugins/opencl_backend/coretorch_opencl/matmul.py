@@ -45,7 +45,7 @@ GROUP_M = 4
 def blocking(dev, dt=np.float32):
     """(rows per work-item, vector width, 1-D local size) for this device and dtype."""
     if dev.is_cpu:
-        wide = dev.cldev.preferred_vector_width_float >= 16     # AVX-512 class: 32 vector registers
+        wide = dev.vector_width_float >= 16     # AVX-512 class: 32 vector registers
         if np.dtype(dt) == np.float64:     # measured (AVX-512 PoCL): 8x8 26, 16x8 20, 16x4 20 GFLOP/s
             return 8, (8 if wide else 4), min(8, dev.max_wg)
         # AVX-512: 12 rows x 2 vectors of 16 (24 zmm accumulators, 2 B vectors, 1 broadcast), see ``vectors``
@@ -228,7 +228,7 @@ def nt_blocking(dev, dt=np.float32, aliased: bool = False, n: int = 4):
     4 KiB apart, where 4x3x8's seven row streams share L1 sets (1024^3: 41-45 ms against 39-40 for 2x4x8); ``n``:
     A's rows (fewer than 4: 2x4x8, which the kernel's shifted last block needs no more rows than)."""
     if dev.is_cpu:
-        wide = dev.cldev.preferred_vector_width_float >= 16
+        wide = dev.vector_width_float >= 16
         if np.dtype(dt) == np.float64:
             return (4, 4, 8) if wide else (2, 4, 4)
         if wide:

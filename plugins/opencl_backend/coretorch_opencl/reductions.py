@@ -154,7 +154,7 @@ class ReductionKernels(KernelMixin):
         dev = self.dev
         if not dev.is_cpu or dt != out_dt or dt not in (np.float32, np.float64):
             return None
-        pref = dev.cldev.preferred_vector_width_float if dt == np.float32 else dev.cldev.preferred_vector_width_double
+        pref = dev.vector_width_float if dt == np.float32 else dev.vector_width_float // 2
         vw = 8 if pref >= 8 else 4 if pref >= 4 else 0   # 8-wide at most: a column sum is bound by memory, not lanes
         if not vw or M < vw or max(K, M) >= 2 ** 31:
             return None

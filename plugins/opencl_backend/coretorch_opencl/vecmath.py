@@ -242,7 +242,7 @@ def row_kernel(dev, name: str, dt, D: int):
 
 def vector_width(dev) -> int:
     """Elements per work-item: the device's preferred float vector width, 4 to 16 (8 on AVX2, 16 on AVX-512)."""
-    return max(4, min(16, int(dev.cldev.preferred_vector_width_float)))
+    return max(4, min(16, dev.vector_width_float))
 
 
 def kernels(k) -> dict:
