@@ -62,3 +62,39 @@ def test_float32_vector_kernels_run_and_match_cpu():
         for fn in (coretorch.neg, coretorch.sqrt, coretorch.rsqrt, coretorch.relu, lambda t: t + t, lambda t: t * 2.5,
                    lambda t: t / 3, lambda t: t - 1, lambda t: t.to(coretorch.float32), lambda t: t.clone().fill_(2)):
             _same(*_both(fn, x), exact=True)
+
+
+@pytest.mark.parametrize("dt", [coretorch.float16, coretorch.bfloat16])
+def test_half_sum_of_long_rows_rounds_once(dt):
+    """PyTorch sums float16/bfloat16 in float and rounds the result once. Before: a reduction of more than 4096
+    elements over few rows ran in chunks whose partial sums were stored in the result's dtype: a (4099, 3) bfloat16
+    column sum of 125.85 came out 125.5 (cpu: 126), whole-tensor sums of the transposed layout were 1 ulp off."""
+    rng = np.random.default_rng(7)
+    base = coretorch.tensor(np.round(rng.standard_normal((3, 4099)) * 3, 2), dtype=dt)
+    for x in (base.t(), base, base[:, ::1].t().contiguous()):
+        exact = x.double()
+        for dims in ((0,), (1,), (0, 1)):
+            want = exact.sum(dims).to(dt)            # float64 sum, rounded once
+            a, b = _both(lambda t, dims=dims: t.sum(dims), x)
+            _same(a, want)
+            _same(b, want)
+        a, b = _both(lambda t: t.mean(0), x)
+        _same(a, b)
+
+
+@pytest.mark.parametrize("dt", [coretorch.float16, coretorch.bfloat16])
+def test_half_cumprod_accumulates_in_float32(dt):
+    """PyTorch's CPU cumprod of float16/bfloat16 accumulates in float (acc_type): a running product past float32's
+    range stays inf, and inf * 0 is nan. Values from PyTorch 2.13: [inf] * 6 + [nan]. Before: the cpu backend
+    accumulated in float64 (bfloat16: 9.9e34, 9.98e30, ... then 0.0; float16: inf ... then 0.0), the opencl one
+    (float32, right) disagreed with it."""
+    x = coretorch.tensor([60000.0] * 9 + [1e-4] * 5 + [0.0], dtype=dt)
+    for dev in ("cpu", "opencl"):
+        r = x.to(dev).cumprod(0)[8:].cpu().float()
+        assert r[:6].tolist() == [float("inf")] * 6 and r[6].isnan().item(), (dev, r)
+    rng = np.random.default_rng(3)
+    y = coretorch.tensor(np.round(rng.standard_normal((257, 3)) * 3, 2), dtype=dt)
+    for d in (0, 1):
+        a, b = _both(lambda t, d=d: t.cumprod(d), y)
+        assert a.dtype == b.dtype == dt
+        np.testing.assert_allclose(a.float().numpy(), b.float().numpy(), rtol=1e-2, atol=0)   # (nan == nan here)
