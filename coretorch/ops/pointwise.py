@@ -181,8 +181,17 @@ def _operands_scalar_first(op, s, b: Tensor):
         lo, hi = _INT_RANGE[dt]
         if s < lo or s > hi:
             s = (s - lo) % (hi - lo + 1) + lo
+    elif dt in _OVERFLOW_AT and type(s) is not bool and builtins_abs(s) > _OVERFLOW_AT[dt][1]:
+        # PyTorch converts the wrapped number as c10 does, without full's overflow check: past the dtype's range it
+        # rounds to the largest finite value or to inf (2**40 - half: inf; this raised "cannot be converted")
+        s = math.copysign(math.inf if builtins_abs(s) >= _OVERFLOW_AT[dt][0] else _OVERFLOW_AT[dt][1], s)
     a = _creation.full((), s, dtype=dt, device=b.device)
     return _operands(op, a, b)
+
+
+# (where a number rounds to inf, the largest finite value) of the floats narrower than a Python float
+_OVERFLOW_AT = {_dt.float16: (65520.0, 65504.0), _dt.bfloat16: (2.0 ** 128 - 2.0 ** 119, 2.0 ** 128 - 2.0 ** 120),
+                _dt.float32: (2.0 ** 128 - 2.0 ** 103, 2.0 ** 128 - 2.0 ** 104)}
 
 
 def _record(node: Node, out, dt, table, a, b, bt: bool, xa_shape, xb_shape, out_shape):

@@ -98,3 +98,25 @@ def test_half_cumprod_accumulates_in_float32(dt):
         a, b = _both(lambda t, d=d: t.cumprod(d), y)
         assert a.dtype == b.dtype == dt
         np.testing.assert_allclose(a.float().numpy(), b.float().numpy(), rtol=1e-2, atol=0)   # (nan == nan here)
+
+
+@pytest.mark.parametrize("dev", ["cpu", "opencl"])
+def test_a_number_first_past_the_float_range_rounds_as_c10_converts_it(dev):
+    """PyTorch wraps a Python number given first (``70000 - half``, ``torch.pow(2**40, x)``) and converts it to the
+    op's dtype without ``full``'s overflow check: past the range it is inf (or the largest finite value where it
+    rounds to it). Values from PyTorch 2.13. Before: RuntimeError "value cannot be converted to type c10::Half
+    without overflow" on both devices."""
+    inf = float("inf")
+    h = coretorch.tensor([2.0, -1.5, 0.0], dtype=coretorch.float16, device=dev)
+    assert (70000.0 - h).tolist() == [inf, inf, inf]
+    assert (2 ** 40 - h).tolist() == [inf, inf, inf]
+    assert (65510 - h).tolist() == [65504.0, 65504.0, 65504.0]          # rounds down to the largest half
+    assert coretorch.pow(2 ** 40, h).tolist() == [inf, 0.0, 1.0]
+    r = coretorch.xlogy(70000.0, h).tolist()
+    assert r[0] == inf and r[1] != r[1] and r[2] == -inf
+    f = coretorch.tensor([1.0, 2.0], device=dev)
+    assert (1e39 - f).tolist() == [inf, inf] and (-1e39 * f).tolist() == [-inf, -inf]
+    b = coretorch.tensor([1.0], dtype=coretorch.bfloat16, device=dev)
+    assert (3.3950e38 - b).item() == 2.0 ** 128 - 2.0 ** 120 and (1e39 - b).item() == inf
+    assert (1e300 - coretorch.tensor([1.0], dtype=coretorch.float64, device=dev)).item() == 1e300
+    assert (2 ** 40 - coretorch.tensor([1], dtype=coretorch.int8, device=dev)).tolist() == [-1]   # ints wrap
