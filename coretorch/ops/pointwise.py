@@ -311,10 +311,11 @@ def _make_binary(name: str, node_cls, kind: str):
         bt = isinstance(b, Tensor)
         out = None
         if not bt and not opmath and dt in _REDUCED and xb.__class__ is not bool \
-                and (xb.__class__ is float or _scalar_opmath(table)):
+                and (xb.__class__ is float or xb.__class__ is int or _scalar_opmath(table)):
             # PyTorch rounds the scalar to float16/bfloat16 for every op but mul/div (half(1) + 2049.0 is 2048,
             # half(65504) == 65505.0 is True), as the cpu kernels do (opencl's would take it in float; numpy would
-            # round a double to half at once, not through float32 as c10 does)
+            # round a double to half at once, not through float32 as c10 does).  An int too: a ufunc without a half
+            # loop (scipy's xlogy) took xlogy(half, 2**40) in float32 (55.4; PyTorch inf)
             xb = _round_to(xb, dt)
         if opmath and not bt and dt in _REDUCED and not _scalar_opmath(table):
             # PyTorch computes float16/bfloat16 with a Python number in float32 (the op math type) and rounds once:

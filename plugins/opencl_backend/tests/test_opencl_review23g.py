@@ -120,3 +120,17 @@ def test_a_number_first_past_the_float_range_rounds_as_c10_converts_it(dev):
     assert (3.3950e38 - b).item() == 2.0 ** 128 - 2.0 ** 120 and (1e39 - b).item() == inf
     assert (1e300 - coretorch.tensor([1.0], dtype=coretorch.float64, device=dev)).item() == 1e300
     assert (2 ** 40 - coretorch.tensor([1], dtype=coretorch.int8, device=dev)).tolist() == [-1]   # ints wrap
+
+
+@pytest.mark.parametrize("dev", ["cpu", "opencl"])
+def test_an_int_number_with_a_half_tensor_is_rounded_to_half_as_a_float_one(dev):
+    """PyTorch converts the Python number of ``xlogy(half, 2**40)`` (an op without float op math) to half: inf, so
+    the result is [inf, -inf, inf]; values from PyTorch 2.13. Before: the cpu backend kept an int number exact
+    (scipy's xlogy has no half loop: it took 2**40 in float32) and gave [55.44, -41.59, 2.77]; opencl gave inf."""
+    inf = float("inf")
+    h = coretorch.tensor([2.0, -1.5, 0.1], dtype=coretorch.float16, device=dev)
+    assert coretorch.xlogy(h, 2 ** 40).tolist() == [inf, -inf, inf]
+    assert coretorch.xlogy(h, 70000).tolist() == [inf, -inf, inf]
+    assert coretorch.xlogy(h, 3).tolist() == coretorch.xlogy(h, 3.0).tolist()
+    b = coretorch.tensor([1.0], dtype=coretorch.bfloat16, device=dev)
+    assert (b + 257).item() == 256.0 and (b == 257).item() is False   # 257 is 256 in bfloat16; 1 + 256 -> 256
