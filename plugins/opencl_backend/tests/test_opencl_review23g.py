@@ -134,3 +134,14 @@ def test_an_int_number_with_a_half_tensor_is_rounded_to_half_as_a_float_one(dev)
     assert coretorch.xlogy(h, 3).tolist() == coretorch.xlogy(h, 3.0).tolist()
     b = coretorch.tensor([1.0], dtype=coretorch.bfloat16, device=dev)
     assert (b + 257).item() == 256.0 and (b == 257).item() is False   # 257 is 256 in bfloat16; 1 + 256 -> 256
+
+
+@pytest.mark.parametrize("rate", [-1.0, float("nan")])
+def test_poisson_of_a_negative_or_nan_rate_raises_on_opencl_too(rate):
+    """PyTorch: poisson of a negative or NaN rate raises RuntimeError("invalid Poisson rate, expected rate to be
+    non-negative"); the cpu backend did. Before: opencl had no check and gave NaN silently; now the device queues
+    the check (as bernoulli's probabilities), reported at the next host read."""
+    x = coretorch.tensor([rate, 2.0], device="opencl")
+    with pytest.raises(RuntimeError, match="invalid Poisson rate"):
+        coretorch.poisson(x).tolist()
+    assert coretorch.poisson(coretorch.tensor([0.0, 0.0], device="opencl")).tolist() == [0.0, 0.0]   # usable after
