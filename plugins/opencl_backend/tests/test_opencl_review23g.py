@@ -145,3 +145,28 @@ def test_poisson_of_a_negative_or_nan_rate_raises_on_opencl_too(rate):
     with pytest.raises(RuntimeError, match="invalid Poisson rate"):
         coretorch.poisson(x).tolist()
     assert coretorch.poisson(coretorch.tensor([0.0, 0.0], device="opencl")).tolist() == [0.0, 0.0]   # usable after
+
+
+@pytest.mark.parametrize("dev", ["cpu", "opencl"])
+@pytest.mark.parametrize("q", [1.5, -0.1, float("nan")])
+def test_quantile_of_a_q_tensor_outside_0_1_raises(dev, q):
+    """PyTorch: quantile/nanquantile with a q tensor value outside [0, 1] (NaN too) raise RuntimeError("quantile() q
+    values must be in the range [0, 1]"). Before: opencl skipped the check and returned a value (q = 1.5 gave 4.0);
+    the cpu backend let NaN through to a gather IndexError-like RuntimeError."""
+    x = coretorch.tensor([1.0, 2.0, 3.0, 4.0], device=dev)
+    for fn in (coretorch.quantile, coretorch.nanquantile):
+        with pytest.raises(RuntimeError, match=r"q values must be in the range \[0, 1\]"):
+            fn(x, coretorch.tensor([0.5, q], device=dev)).tolist()
+    assert coretorch.quantile(x, coretorch.tensor([0.5], device=dev)).tolist() == [2.5]   # the device usable after
+
+
+@pytest.mark.parametrize("dev", ["cpu", "opencl"])
+def test_repeat_interleave_negative_repeats_with_output_size_raises(dev):
+    """PyTorch: a negative repeat raises RuntimeError("repeats can not be negative"), output_size given or not.
+    Before: on opencl, with an output_size matching the repeats' sum ([2, -1, 1, 0] -> 2), rows came back
+    silently ([1.0, 2.0])."""
+    x = coretorch.tensor([1.0, 2.0, 3.0, 4.0], device=dev)
+    with pytest.raises(RuntimeError, match="repeats can not be negative"):
+        coretorch.repeat_interleave(x, coretorch.tensor([2, -1, 1, 0], device=dev), output_size=2).tolist()
+    r = coretorch.repeat_interleave(x, coretorch.tensor([2, 0, 1, 0], device=dev), output_size=3)
+    assert r.tolist() == [1.0, 1.0, 3.0]
