@@ -356,8 +356,11 @@ def _check_output_size(reps: Tensor, cs: Tensor, n: int, total: int) -> None:
             raise RuntimeError("repeats can not be negative")
         if int(diff.item()):
             raise RuntimeError(msg)
-    elif be.has("check_index"):  # [0, 1): the difference is 0
-        be.check_index(diff._data, 1, False, msg, RuntimeError)
+    else:  # (a negative repeat with a matching output_size gave rows silently on opencl; queued first, reported so)
+        if be.has("check_values"):
+            be.check_values(_pw.ge(reps, 0)._data, "nonzero", "repeats can not be negative")
+        if be.has("check_index"):  # [0, 1): the difference is 0
+            be.check_index(diff._data, 1, False, msg, RuntimeError)
 
 
 # ---------------------------------------------------------------------------------------------

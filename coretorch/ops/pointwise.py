@@ -181,8 +181,17 @@ def _operands_scalar_first(op, s, b: Tensor):
         lo, hi = _INT_RANGE[dt]
         if s < lo or s > hi:
             s = (s - lo) % (hi - lo + 1) + lo
+    elif dt in _OVERFLOW_AT and type(s) is not bool and builtins_abs(s) > _OVERFLOW_AT[dt][1]:
+        # PyTorch converts the wrapped number as c10 does, without full's overflow check: past the dtype's range it
+        # rounds to the largest finite value or to inf (2**40 - half: inf; this raised "cannot be converted")
+        s = math.copysign(math.inf if builtins_abs(s) >= _OVERFLOW_AT[dt][0] else _OVERFLOW_AT[dt][1], s)
     a = _creation.full((), s, dtype=dt, device=b.device)
     return _operands(op, a, b)
+
+
+# (where a number rounds to inf, the largest finite value) of the floats narrower than a Python float
+_OVERFLOW_AT = {_dt.float16: (65520.0, 65504.0), _dt.bfloat16: (2.0 ** 128 - 2.0 ** 119, 2.0 ** 128 - 2.0 ** 120),
+                _dt.float32: (2.0 ** 128 - 2.0 ** 103, 2.0 ** 128 - 2.0 ** 104)}
 
 
 def _record(node: Node, out, dt, table, a, b, bt: bool, xa_shape, xb_shape, out_shape):
@@ -302,10 +311,11 @@ def _make_binary(name: str, node_cls, kind: str):
         bt = isinstance(b, Tensor)
         out = None
         if not bt and not opmath and dt in _REDUCED and xb.__class__ is not bool \
-                and (xb.__class__ is float or _scalar_opmath(table)):
+                and (xb.__class__ is float or xb.__class__ is int or _scalar_opmath(table)):
             # PyTorch rounds the scalar to float16/bfloat16 for every op but mul/div (half(1) + 2049.0 is 2048,
             # half(65504) == 65505.0 is True), as the cpu kernels do (opencl's would take it in float; numpy would
-            # round a double to half at once, not through float32 as c10 does)
+            # round a double to half at once, not through float32 as c10 does).  An int too: a ufunc without a half
+            # loop (scipy's xlogy) took xlogy(half, 2**40) in float32 (55.4; PyTorch inf)
             xb = _round_to(xb, dt)
         if opmath and not bt and dt in _REDUCED and not _scalar_opmath(table):
             # PyTorch computes float16/bfloat16 with a Python number in float32 (the op math type) and rounds once:

@@ -512,8 +512,10 @@ def poisson(input: Tensor, generator=None) -> Tensor:
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"poisson_cpu\" not implemented for '{input.dtype._tname[:-6]}'")
     table = input._be
-    if table.host_memory and input.numel() and _host_flag(_R.any(_P.logical_not(_P.ge(input.detach(), 0)))):
-        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    if input.numel():  # (a device queues the check: opencl's poisson(-1) was a silent NaN)
+        with no_grad():
+            ok = _P.ge(input.detach(), 0)
+        _check_all(ok, "invalid Poisson rate, expected rate to be non-negative")
     g = _gen(generator, table, "poisson")
     rates = input._data if g._kt is table else g._kt.from_numpy(table.to_numpy(input._data))
     r = _make(_upload(table, g, g._kt.rng_poisson(g._state, rates)), input.dtype, table)
@@ -736,12 +738,16 @@ def random_(x: Tensor, *args, generator=None, **kw) -> Tensor:
 
 
 def _check_probabilities(pd: Tensor) -> None:
-    """PyTorch's check that every probability lies in [0, 1] (NaN fails): at once in host memory, by the device's
-    queued value check elsewhere (no host read; reported at the next one)."""
-    msg = "Expected p_in >= 0 && p_in <= 1 to be true, but got false."
+    """PyTorch's check that every probability lies in [0, 1] (NaN fails)."""
     with no_grad():
         ok = _P.logical_and(_P.ge(pd, 0), _P.le(pd, 1))
-    be = pd._be
+    _check_all(ok, "Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+
+
+def _check_all(ok: Tensor, msg: str) -> None:
+    """RuntimeError(msg) unless every element of the bool tensor ``ok`` is true: at once in host memory, by the
+    device's queued value check elsewhere (no host read; reported at the next one)."""
+    be = ok._be
     if be.host_memory:
         if not _host_flag(_R.all(ok)):
             raise RuntimeError(msg)

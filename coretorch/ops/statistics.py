@@ -49,10 +49,16 @@ def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str,
             raise RuntimeError(f"{op}() q must be a scalar or 1D tensor")
         scalar_q = q.ndim == 0
         qt = reshape(q, (-1,))
-        if q._be.host_memory:  # a free read on the host; a device skips this check (no round trip)
+        msg = f"{op}() q values must be in the range [0, 1]"
+        if q._be.host_memory:  # a free read on the host
             qn = q._be.to_numpy(q._data)
-            if qn.size and (qn.min() < 0 or qn.max() > 1):
-                raise RuntimeError(f"{op}() q values must be in the range [0, 1]")
+            if qn.size and not ((qn >= 0) & (qn <= 1)).all():  # (NaN fails, as PyTorch's check)
+                raise RuntimeError(msg)
+        elif q.numel() and q._be.has("check_values"):
+            # the device's queued check, reported at the next host read (q = 1.5 gave a value silently on opencl)
+            with no_grad():
+                ok = q.detach().ge(0).logical_and(q.detach().le(1))
+            q._be.check_values(ok._data, "nonzero", msg)
     else:
         scalar_q = not isinstance(q, (list, tuple))
         qs = [float(q)] if scalar_q else [float(v) for v in q]

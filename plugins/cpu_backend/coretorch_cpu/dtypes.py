@@ -35,7 +35,7 @@ _nd = np.ndarray
 KERNELS: dict = {}  # no new primitives: the wrappers below replace existing entries
 
 # kernels whose first array operand decides (the core has already promoted every operand to one dtype)
-_FIRST_ARG = ("sum", "prod", "cumsum", "cumprod", "matmul", "linear", "linear_backward", "rsqrt",
+_FIRST_ARG = ("sum", "prod", "cumsum", "matmul", "linear", "linear_backward", "rsqrt",
               "clamp", "erf", "softmax", "log_softmax", "log_softmax_backward", "nll_loss", "conv2d",
               "conv2d_backward_input", "conv2d_backward_weight")
 # kernels of the core that bfloat16 runs natively (exact, or one ufunc rounded once) or that take no array
