@@ -176,9 +176,8 @@ class _Encoder:
 
     def key(self, k, path, depth: int = 0):
         from .tensor import Tensor
-        if isinstance(k, Tensor):
-            raise TypeError(f"coretorch.save: a tensor used as a dict key in {path} cannot be saved; use the "
-                            "optimizer's state_dict() (integer parameter ids) instead")
+        if isinstance(k, Tensor):  # (an optimizer's own ``state``, keyed by its parameters: the same tensor objects
+            return self.encode(k, path, depth + 1)  # as its param_groups' once loaded, as pickle's memo keeps them)
         if isinstance(k, (np.ndarray, bytearray, list, dict, set)):
             raise TypeError(f"coretorch.save: a {type(k).__name__} used as a dict key in {path[:200]} cannot be "
                             "saved (keys are numbers, strings, bytes, None or tuples of them)")

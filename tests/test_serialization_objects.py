@@ -242,3 +242,21 @@ def test_state_dicts_load_with_weights_only_as_before(tmp_path):
     torch.save({"model": m.state_dict(), "epoch": 3}, p)
     r = torch.load(p)
     assert r["epoch"] == 3 and torch.equal(r["model"]["weight"], m.weight.detach())
+
+
+def test_tensors_as_dict_keys_and_a_whole_optimizer(device):
+    """PyTorch pickles tensors used as dict keys, and so a whole optimizer (``state`` is keyed by its parameters):
+    loaded, each key is the same tensor object as the parameter its param group holds, and the optimizer steps on.
+    coretorch before: TypeError("a tensor used as a dict key ... cannot be saved")."""
+    w = nn.Parameter(torch.tensor([1.0, -2.0], device=device))
+    opt = torch.optim.Adam([w], lr=0.1)
+    (w * w).sum().backward()
+    opt.step()
+    r = _roundtrip({"opt": opt, "w": w, "keyed": {w: "weight"}}, weights_only=False)
+    o, w2 = r["opt"], r["w"]
+    assert type(o) is torch.optim.Adam and o.param_groups[0]["params"][0] is w2 and list(o.state) == [w2]
+    assert r["keyed"] == {w2: "weight"} and w2.device == w.device
+    np.testing.assert_array_equal(o.state[w2]["exp_avg"].cpu().numpy(), opt.state[w]["exp_avg"].cpu().numpy())
+    w2.grad = torch.ones_like(w2)
+    o.step()
+    assert int(o.state[w2]["step"]) == 2
