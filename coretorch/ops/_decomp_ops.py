@@ -652,10 +652,11 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
         node.save(A, Bm)
     rank_t = _make(rank, _dt.int64, table)
     empty = _C.empty((0,), dtype=A.dtype, device=A.device)
-    with no_grad():  # residuals: ||A X - B||^2 per column where the driver's LAPACK routine leaves them
-        full = driver == "gels" or (driver in ("gelsd", "gelss") and bool((rank_t == n).all()))
-        # (a vector B keeps its residuals' last dim of 1, as PyTorch)
-        res = ((matmul(A, X.detach()) - Bm) ** 2).sum(-2) if m > n and full else empty
+    # residuals: ||A X - B||^2 per column where the driver's LAPACK routine leaves them (a vector B keeps their
+    # last dim of 1, as PyTorch).  Differentiable in A and B as PyTorch's: X is detached because at the least-squares
+    # optimum the residuals are stationary in X (A^T (A X - B) = 0), so only the explicit A and B terms remain
+    full = driver == "gels" or (driver in ("gelsd", "gelss") and bool((rank_t == n).all()))
+    res = ((matmul(A, X.detach()) - Bm) ** 2).sum(-2) if m > n and full else empty
     if vec:
         X = own(_S.squeeze(X, -1))
     return return_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))(

@@ -536,8 +536,15 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False, rig
         raise RuntimeError("torch.searchsorted(): expected sorted_sequence and input on the same device, got "
                            f"{seq.device} and {input.device}")
     if sorter is not None:
-        if tuple(sorter.shape) != tuple(seq.shape) or sorter.dtype is not _i64:
-            raise RuntimeError("torch.searchsorted(): sorter must be an int64 tensor of the boundaries' shape")
+        if tuple(sorter.shape) != tuple(seq.shape):
+            raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same size, but got boundary "
+                               f"tensor {list(seq.shape)}and got sorter tensor {list(sorter.shape)}")
+        if sorter.dtype is not _i64:
+            raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype but got dtype "
+                               f"{sorter.dtype._tname[:-6]}")
+        # PyTorch checks the sorter's range itself (one host read), before any gather's message could name gather
+        if sorter.numel() and (int(amin(sorter)) < 0 or int(amax(sorter)) >= seq.shape[-1]):
+            raise RuntimeError("torch.searchsorted(): sorter index out of range")
         seq = gather(seq, -1, sorter)
     dt = _dt.promote_types(seq.dtype, input.dtype)
     if dt is _bool and input.numel():  # PyTorch's kernel runs in the common dtype and has no bool one
@@ -569,5 +576,5 @@ METHODS.update({"sort": sort, "argsort": argsort, "msort": msort, "topk": topk, 
 from .creation import arange, full, ones, ones_like, zeros, zeros_like  # noqa: E402
 from .indexing import gather, index_select, narrow, nonzero, scatter_add, select  # noqa: E402
 from .pointwise import add, div, eq, exp, gt, isnan, log, logical_and, logical_or, ne, neg as neg_, sub, where  # noqa: E402,E501
-from .reduction import amax, any as any_, argmax, cumsum, sum as sum_  # noqa: E402
+from .reduction import amax, amin, any as any_, argmax, cumsum, sum as sum_  # noqa: E402
 from .shape import cat, contiguous, flip, movedim, reshape, unsqueeze  # noqa: E402

@@ -1,0 +1,123 @@
+"""Review 23b: eager linear algebra (second pass: lstsq's returned fields and their gradients, the Cholesky
+solvers' gradients, the triangular solvers) and sorting/searching/counting (second pass: bincount, searchsorted's
+sorter, histc's checks) against PyTorch 2.13, on every installed device.  Each test states what PyTorch gives and
+what coretorch gave before the fix; reference values are numpy's or the closed-form math, or PyTorch 2.13's own
+(written down as literals only where they are the spec, and said so)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+
+
+def _np(t):
+    return t.detach().cpu().numpy()
+
+
+@pytest.mark.parametrize("driver", ["gels", "gelsd", "gelss"])
+def test_lstsq_residuals_carry_gradients(device, driver):
+    """PyTorch 2.13's linalg.lstsq residuals (returned for a tall full-rank A by gels/gelsd/gelss) are
+    differentiable in A and B: d res_j/dA = 2 R[:, j] X[:, j]^T and d res_j/dB = -2 R[:, j], R = A X - B (the term
+    through X vanishes at the least-squares optimum).  Before: the residuals were computed under no_grad, so
+    ``res.sum().backward()`` raised "does not require grad" and ``(X.sum() + res.sum())`` silently lost the
+    residuals' part of the gradient."""
+    a = np.array([[1.0, 2], [3, 4], [5, 7]])
+    b = np.array([[1.0, 0.5], [2, -1], [4, 2]])
+    A = torch.tensor(a, dtype=torch.float64, device=device, requires_grad=True)
+    B = torch.tensor(b, dtype=torch.float64, device=device, requires_grad=True)
+    out = torch.linalg.lstsq(A, B, driver=driver)
+    assert out.residuals.requires_grad
+    g = torch.tensor([0.3, -0.7], dtype=torch.float64, device=device)
+    (out.residuals * g).sum().backward()
+    x = np.linalg.lstsq(a, b, rcond=None)[0]
+    r = a @ x - b
+    np.testing.assert_allclose(_np(out.residuals), (r ** 2).sum(0), rtol=1e-10)
+    np.testing.assert_allclose(_np(A.grad), 2 * (r * g.tolist()) @ x.T, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(_np(B.grad), -2 * r * g.tolist(), rtol=1e-8, atol=1e-12)
+    # together with the solution: both parts arrive (the solution's alone, plus the residuals')
+    A2 = A.detach().clone().requires_grad_()
+    o2 = torch.linalg.lstsq(A2, B.detach(), driver=driver)
+    (o2.solution.sum() + (o2.residuals * g).sum()).backward()
+    A3 = A.detach().clone().requires_grad_()
+    torch.linalg.lstsq(A3, B.detach(), driver=driver).solution.sum().backward()
+    np.testing.assert_allclose(_np(A2.grad), _np(A3.grad) + 2 * (r * g.tolist()) @ x.T, rtol=1e-8, atol=1e-12)
+
+
+def test_lstsq_residuals_of_a_vector_rhs_and_of_gelsy_stay_as_pytorch(device):
+    """PyTorch: a vector B gives residuals of shape (1,) (differentiable too); gelsy (the CPU default) and a
+    wide A return empty residuals that do not require grad."""
+    A = torch.tensor([[1.0, 2], [3, 4], [5, 7]], dtype=torch.float64, device=device, requires_grad=True)
+    B = torch.tensor([1.0, 2, 4], dtype=torch.float64, device=device)
+    res = torch.linalg.lstsq(A, B, driver="gelsd").residuals
+    assert tuple(res.shape) == (1,) and res.requires_grad
+    res.sum().backward()
+    assert A.grad is not None and np.isfinite(_np(A.grad)).all()
+    r = torch.linalg.lstsq(A, B).residuals
+    assert tuple(r.shape) == (0,) and not r.requires_grad
+    r = torch.linalg.lstsq(A.detach().mT, torch.tensor([1.0, 2], dtype=torch.float64, device=device),
+                           driver="gelsd").residuals
+    assert tuple(r.shape) == (0,)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8, torch.int8, torch.int16])
+@pytest.mark.parametrize("wdtype", [torch.float32, torch.float64])
+def test_bincount_of_an_empty_input_is_int64_whatever_the_weights(device, dtype, wdtype):
+    """PyTorch's bincount returns ``zeros(minlength, dtype=int64)`` for an empty 1-D input before it looks at the
+    weights (their dtype and even their length).  Before: float32/float64 zeros (the weights' dtype), and weights of
+    another length raised."""
+    x = torch.zeros(0, dtype=dtype, device=device)
+    for w in (torch.zeros(0, dtype=wdtype, device=device), torch.ones(2, dtype=wdtype, device=device)):
+        r = torch.bincount(x, weights=w, minlength=3)
+        assert r.dtype == torch.int64 and tuple(r.shape) == (3,) and not _np(r).any()
+    assert torch.bincount(x, weights=torch.zeros(0, dtype=wdtype, device=device)).shape == (0,)
+    # a non-empty input keeps the weights' dtype (float32 stays, others become float64)
+    r = torch.bincount(torch.tensor([0, 2], dtype=dtype, device=device),
+                       weights=torch.tensor([0.5, 1.5], dtype=wdtype, device=device))
+    assert r.dtype == wdtype and _np(r).tolist() == [0.5, 0.0, 1.5]
+
+
+def test_bincount_of_a_non_integral_input_raises_not_implemented(device):
+    """PyTorch dispatches bincount's kernel on integral dtypes first: a float or bool input raises
+    NotImplementedError '"bincount_cpu" not implemented for 'Float'' (whatever its shape).  Before: RuntimeError
+    "bincount only supports 1-d non-negative integral inputs."."""
+    for data, name in [([0.0, 1.0], "Float"), ([[1.0]], "Float"), ([True, False], "Bool")]:
+        with pytest.raises(NotImplementedError, match=f"\"bincount_cpu\" not implemented for '{name}'"):
+            torch.bincount(torch.tensor(data, device=device))
+    with pytest.raises(NotImplementedError, match="'Double'"):
+        torch.bincount(torch.tensor([1.0], dtype=torch.float64, device=device))
+    with pytest.raises(RuntimeError, match="bincount only supports 1-d non-negative integral inputs"):
+        torch.bincount(torch.tensor([0, -1], device=device))
+    with pytest.raises(RuntimeError, match="minlength should be >= 0"):
+        torch.bincount(torch.zeros(0, dtype=torch.int64, device=device), minlength=-1)
+
+
+def test_searchsorted_sorter_checks_as_pytorch(device):
+    """PyTorch checks the sorter itself: "boundary and sorter must have the same size", "sorter must be a tensor
+    of long dtype but got dtype Int", and "sorter index out of range" for an index < 0 or >= the boundaries' length
+    (even with nothing to search).  Before: one message for shape and dtype, and an out-of-range index raised
+    gather()'s "index 3 is out of bounds for dimension 0 with size 3"."""
+    s = torch.tensor([5.0, 1.0, 9.0], device=device)
+    v = torch.tensor([2.0], device=device)
+    with pytest.raises(RuntimeError, match=r"boundary and sorter must have the same size, but got boundary tensor "
+                                           r"\[3\]and got sorter tensor \[2\]"):
+        torch.searchsorted(s, v, sorter=torch.tensor([1, 0], device=device))
+    with pytest.raises(RuntimeError, match="sorter must be a tensor of long dtype but got dtype Int"):
+        torch.searchsorted(s, v, sorter=torch.tensor([1, 0, 2], dtype=torch.int32, device=device))
+    for bad in ([1, 0, 3], [1, 0, -1]):
+        for vals in (v, torch.zeros(0, device=device)):
+            with pytest.raises(RuntimeError, match=r"torch.searchsorted\(\): sorter index out of range"):
+                torch.searchsorted(s, vals, sorter=torch.tensor(bad, device=device))
+    r = torch.searchsorted(s, torch.tensor([0.0, 2.0, 5.0, 10.0], device=device),
+                           sorter=torch.tensor([1, 0, 2], device=device), side="right")
+    assert _np(r).tolist() == [0, 1, 2, 3]
+
+
+def test_histc_bins_message_as_pytorch(device):
+    """PyTorch's histc reports a non-positive bin count through histogram's check: "torch.histogram(): bins must be
+    > 0, but got 0 for dimension 0".  Before: "torch.histc: bins must be > 0"."""
+    x = torch.tensor([1.0, 2.0], device=device)
+    for bins in (0, -2):
+        with pytest.raises(RuntimeError, match=rf"torch.histogram\(\): bins must be > 0, but got {bins} for "
+                                               "dimension 0"):
+            torch.histc(x, bins=bins)
