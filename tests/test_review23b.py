@@ -121,3 +121,73 @@ def test_histc_bins_message_as_pytorch(device):
         with pytest.raises(RuntimeError, match=rf"torch.histogram\(\): bins must be > 0, but got {bins} for "
                                                "dimension 0"):
             torch.histc(x, bins=bins)
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_solve_and_inverse_factor_gradient_is_pytorchs_full_matrix(device, upper):
+    """PyTorch's cholesky_solve_backward gives the factor the full matrix -(C + C^T) L (-U (C + C^T) for upper),
+    C = gB X^T with gB = (L L^T)^{-1} gX; cholesky_inverse's is the same with B = I.  It is not projected onto the
+    triangle the solver reads, so a factor held as a plain parameter gets its other triangle's gradient too (PyTorch's
+    own gradcheck of these ops wraps the input in tril/triu for that reason).  Before: coretorch's masked triangular
+    solves gave only the read triangle's part (the other one zero)."""
+    low = np.array([[2.0, 0, 0], [0.5, 1.5, 0], [1, 0.2, 2]])
+    f = low.T if upper else low
+    b = np.array([[1.0, -1], [2, 0.5], [3, 1]])
+    gx = np.array([[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]])
+    a_inv = np.linalg.inv(low @ low.T)
+    x = a_inv @ b
+    gb = a_inv @ gx
+    c = gb @ x.T
+    c = c + c.T
+    L = torch.tensor(f, dtype=torch.float64, device=device, requires_grad=True)
+    B = torch.tensor(b, dtype=torch.float64, device=device, requires_grad=True)
+    X = torch.cholesky_solve(B, L, upper=upper)
+    np.testing.assert_allclose(_np(X), x, rtol=1e-12)
+    (X * torch.tensor(gx, dtype=torch.float64, device=device)).sum().backward()
+    np.testing.assert_allclose(_np(B.grad), gb, rtol=1e-10)
+    np.testing.assert_allclose(_np(L.grad), -(f @ c) if upper else -(c @ f), rtol=1e-10, atol=1e-14)
+    assert np.abs(np.triu(_np(L.grad), 1) if not upper else np.tril(_np(L.grad), -1)).max() > 1e-3
+    # cholesky_inverse: the same formula with B = I
+    L2 = torch.tensor(f, dtype=torch.float64, device=device, requires_grad=True)
+    g = np.arange(9.0).reshape(3, 3) / 10
+    (torch.cholesky_inverse(L2, upper=upper) * torch.tensor(g, dtype=torch.float64, device=device)).sum().backward()
+    c2 = a_inv @ (g + g.T) @ a_inv
+    np.testing.assert_allclose(_np(L2.grad), -(f @ c2) if upper else -(c2 @ f), rtol=1e-10, atol=1e-14)
+
+
+def test_cholesky_solve_gradients_broadcast(device):
+    """PyTorch: cholesky_solve broadcasts the batch dims of B and L and sums each gradient back to its input's
+    shape.  (float32: this PoCL build's LLVM aborts compiling the float64 sum over a leading dim.)"""
+    L = torch.tensor([[2.0, 0, 0], [0.5, 1.5, 0], [1, 0.2, 2]], device=device, requires_grad=True)
+    B = torch.tensor(np.linspace(-1, 1, 12).reshape(2, 3, 2), device=device, requires_grad=True)
+    X = torch.cholesky_solve(B, L)
+    assert tuple(X.shape) == (2, 3, 2)
+    X.sum().backward()
+    assert tuple(L.grad.shape) == (3, 3) and tuple(B.grad.shape) == (2, 3, 2)
+    gl = np.zeros((3, 3))
+    low = _np(L).astype(np.float64)
+    a_inv = np.linalg.inv(low @ low.T)
+    for b in _np(B):  # the batch's factor gradients, summed
+        x, gb = a_inv @ b, a_inv @ np.ones((3, 2))
+        c = gb @ x.T
+        gl -= (c + c.T) @ low
+    np.testing.assert_allclose(_np(L.grad), gl, rtol=1e-4, atol=1e-6)
+    with torch.no_grad():
+        assert not torch.cholesky_solve(B, L).requires_grad
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_solve_gradcheck_and_gradgradcheck(upper):
+    """PyTorch's gradcheck of cholesky_solve / cholesky_inverse (a factor wrapped in tril/triu, as PyTorch's own
+    OpInfo does) passes to second order: the new backward is itself differentiable.  (CPU tensors: this PoCL build
+    aborts compiling some of the float64 kernels a gradgradcheck runs.)"""
+    L = torch.tensor([[2.0, 0, 0], [0.5, 1.5, 0], [1, 0.2, 2]], dtype=torch.float64)
+    L = (L.mT if upper else L).requires_grad_()
+    B = torch.tensor(np.linspace(-1, 1, 12).reshape(2, 3, 2), dtype=torch.float64, requires_grad=True)
+    tri = (lambda f: f.triu()) if upper else (lambda f: f.tril())
+    fn = lambda b, f: torch.cholesky_solve(b, tri(f), upper=upper)  # noqa: E731
+    assert torch.autograd.gradcheck(fn, (B, L))
+    assert torch.autograd.gradgradcheck(fn, (B, L))
+    inv = lambda f: torch.cholesky_inverse(tri(f), upper=upper)  # noqa: E731
+    assert torch.autograd.gradcheck(inv, (L,))
+    assert torch.autograd.gradgradcheck(inv, (L,))

@@ -2,17 +2,22 @@
 tensorsolve, torch.cholesky_solve / cholesky_inverse), and the ``out=`` keyword of the family's functions."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import math
 
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac, suspended as _ac_suspended
 from .. import dtypes as _dt
+from ..autograd.grad_mode import no_grad
+from ..autograd.graph import Node
 from ..tensor import Tensor
 from ._out import write_out
 from . import creation as _C, pointwise as _P, shape as _S
 from ._decomp_composite import matrix_norm
-from ._decomp_ops import _mT, check_float, check_matrix, inv_ex, solve, solve_ex, svdvals
+from ._decomp_ops import _mT, _needs_grad, _record, check_float, check_matrix, inv_ex, solve, solve_ex, svdvals
+from ._util import sum_to
+from .linalg import matmul
 
 
 def _keyword_aliases(fn) -> dict:
@@ -84,13 +89,39 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, un
     return solve_ex(T, B, left=left, _matrix=True, _api="linalg.solve_triangular").result
 
 
+class CholeskySolveBackward0(Node):
+    """PyTorch's cholesky_solve_backward: gB = cholesky_solve(gX, L) and the factor's gradient -(C + C^T) L
+    (-L (C + C^T) for upper), C = gB X^T: a full matrix, as PyTorch's (it does not project it onto the triangle the
+    solver reads, so a factor held as a plain parameter gets its other triangle's gradient too)."""
+    __slots__ = ("upper", "sb", "sl")
+
+    def backward(self, gX):
+        B, L, X = self.saved()
+        gB = cholesky_solve(gX, L, self.upper)
+        c = matmul(gB, _mT(X))
+        c = c + _mT(c)
+        gL = -matmul(L, c) if self.upper else -matmul(c, L)
+        return sum_to(gB, self.sb), sum_to(gL, self.sl)
+
+
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
     """torch.cholesky_solve: X with (L L^T) X = B from the Cholesky factor L (U^T U with upper=True)."""
     if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
         B, L = _ac_cast("cholesky_solve", B, L)
-    if upper:
-        return solve_triangular(L, solve_triangular(_mT(L), B, upper=False), upper=True)
-    return solve_triangular(_mT(L), solve_triangular(L, B, upper=False), upper=True)
+    grad = _needs_grad(B, L)
+    with no_grad() if grad else contextlib.nullcontext():
+        Bd, Ld = (B.detach(), L.detach()) if grad else (B, L)
+        if upper:
+            X = solve_triangular(Ld, solve_triangular(_mT(Ld), Bd, upper=False), upper=True)
+        else:
+            X = solve_triangular(_mT(Ld), solve_triangular(Ld, Bd, upper=False), upper=True)
+    if not grad:
+        return X
+    node = CholeskySolveBackward0()
+    node.upper, node.sb, node.sl = bool(upper), tuple(B.shape), tuple(L.shape)
+    (res,) = _record(node, (B, L), [(X._data, X.dtype)], X._be)
+    node.save(B, L, res)
+    return res
 
 
 def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
