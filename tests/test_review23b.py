@@ -150,7 +150,10 @@ def test_cholesky_solve_and_inverse_factor_gradient_is_pytorchs_full_matrix(devi
     # cholesky_inverse: the same formula with B = I
     L2 = torch.tensor(f, dtype=torch.float64, device=device, requires_grad=True)
     g = np.arange(9.0).reshape(3, 3) / 10
-    (torch.cholesky_inverse(L2, upper=upper) * torch.tensor(g, dtype=torch.float64, device=device)).sum().backward()
+    inv = torch.cholesky_inverse(L2, upper=upper)
+    assert type(inv.grad_fn).__name__ == "CholeskyInverseBackward0"  # (PyTorch's node names)
+    assert type(X.grad_fn).__name__ == "CholeskySolveBackward0"
+    (inv * torch.tensor(g, dtype=torch.float64, device=device)).sum().backward()
     c2 = a_inv @ (g + g.T) @ a_inv
     np.testing.assert_allclose(_np(L2.grad), -(f @ c2) if upper else -(c2 @ f), rtol=1e-10, atol=1e-14)
 

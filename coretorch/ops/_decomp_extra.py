@@ -129,7 +129,27 @@ def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
         L, = _ac_cast("cholesky_inverse", L)
     check_matrix("cholesky_inverse", L)
-    return cholesky_solve(_C.eye(L.shape[-1], dtype=L.dtype, device=L.device).expand(tuple(L.shape)), L, upper)
+    eye = _C.eye(L.shape[-1], dtype=L.dtype, device=L.device).expand(tuple(L.shape))
+    if not _needs_grad(L):
+        return cholesky_solve(eye, L, upper)
+    with no_grad():
+        inv = cholesky_solve(eye, L.detach(), upper)
+    node = CholeskyInverseBackward0()
+    node.upper = bool(upper)
+    (res,) = _record(node, (L,), [(inv._data, inv.dtype)], inv._be)
+    node.save(L, res)
+    return res
+
+
+class CholeskyInverseBackward0(Node):
+    """PyTorch's cholesky_inverse_backward: -(X (g + g^T) X) L (-L (...) for upper), X the inverse: a full
+    matrix, as cholesky_solve's."""
+    __slots__ = ("upper",)
+
+    def backward(self, g):
+        L, X = self.saved()
+        c = matmul(X, matmul(g + _mT(g), X))
+        return (-matmul(L, c) if self.upper else -matmul(c, L)),
 
 
 def cond(A: Tensor, p=None) -> Tensor:
