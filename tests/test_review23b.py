@@ -219,3 +219,38 @@ def test_deprecated_linalg_aliases_warn_once_a_process():
         assert len(w) == 1 and issubclass(w[0].category, UserWarning) and "deprecated" in str(w[0].message), key
         if key != "cross.dim":  # (cross is reached through an argument wrapper: its warning points there)
             assert w[0].filename == __file__, key  # (pointing at the caller's line)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_linalg_half_inputs_raise_pytorchs_not_implemented(device, dtype):
+    """PyTorch 2.13 (CPU): the LAPACK-backed ops have no half/bfloat16 kernel and say so from their dispatch,
+    NotImplementedError '"lu_cpu" not implemented for 'Half'' (det, solve, lu, lu_factor, tensorsolve),
+    "cholesky_cpu", "geqrf_cpu", "linalg_eigh_cpu", "linalg_svd_cpu" (svd, svdvals, cond with an SVD order),
+    "triangular_solve_cpu", "cholesky_solve_cpu", "cholesky_inverse_out_cpu", "linalg.lu_solve_cpu"; inv, slogdet,
+    pinv, matrix_rank and cond with another order keep a RuntimeError.  Before: RuntimeError "...: Low precision
+    dtypes not supported" (or "Expected a floating point ... tensor") for all of them, which ``except
+    NotImplementedError`` does not catch."""
+    L = torch.linalg
+    name = "Half" if dtype == torch.float16 else "BFloat16"
+    A = torch.tensor([[4.0, 1.0], [1.0, 3.0]], dtype=dtype, device=device)
+    piv = torch.tensor([1, 2], dtype=torch.int32, device=device)
+    cases = {"lu_cpu": [lambda: L.det(A), lambda: torch.det(A), lambda: L.solve(A, A), lambda: L.solve_ex(A, A),
+                        lambda: L.lu(A), lambda: L.lu_factor(A), lambda: L.lu_factor_ex(A),
+                        lambda: L.tensorsolve(A, A[0])],
+             "cholesky_cpu": [lambda: L.cholesky(A), lambda: L.cholesky_ex(A)],
+             "geqrf_cpu": [lambda: L.qr(A)],
+             "linalg_eigh_cpu": [lambda: L.eigh(A), lambda: L.eigvalsh(A)],
+             "linalg_svd_cpu": [lambda: L.svd(A), lambda: L.svdvals(A), lambda: L.cond(A), lambda: L.cond(A, -2)],
+             "triangular_solve_cpu": [lambda: L.solve_triangular(A, A, upper=True)],
+             "cholesky_solve_cpu": [lambda: torch.cholesky_solve(A, A)],
+             "cholesky_inverse_out_cpu": [lambda: torch.cholesky_inverse(A)],
+             "linalg.lu_solve_cpu": [lambda: L.lu_solve(A, piv, A)]}
+    for kernel, calls in cases.items():
+        for call in calls:
+            with pytest.raises(NotImplementedError, match=f"\"{kernel}\" not implemented for '{name}'"):
+                call()
+    for call in (lambda: L.inv(A), lambda: L.slogdet(A), lambda: L.pinv(A), lambda: L.matrix_rank(A),
+                 lambda: L.cond(A, 1), lambda: L.cond(A, "fro")):
+        with pytest.raises(RuntimeError, match="Low precision dtypes not supported") as e:
+            call()
+        assert not isinstance(e.value, NotImplementedError)

@@ -108,6 +108,7 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
     """torch.cholesky_solve: X with (L L^T) X = B from the Cholesky factor L (U^T U with upper=True)."""
     if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
         B, L = _ac_cast("cholesky_solve", B, L)
+    check_float("cholesky_solve", B)
     grad = _needs_grad(B, L)
     with no_grad() if grad else contextlib.nullcontext():
         Bd, Ld = (B.detach(), L.detach()) if grad else (B, L)
@@ -157,6 +158,9 @@ def cond(A: Tensor, p=None) -> Tensor:
     singular matrix)."""
     if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
         A, = _ac_cast("linalg_cond", A)
+    if isinstance(A, Tensor) and A.dtype in (_dt.float16, _dt.bfloat16):
+        # PyTorch: the SVD orders reach the SVD kernel's dispatch, the others linalg.inv's dtype check
+        check_float("linalg.svd" if p is None or p in (2, -2) else "linalg.inv", A)
     check_float("linalg.cond", A)
     if A.ndim < 2:
         raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")

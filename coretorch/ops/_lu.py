@@ -13,7 +13,7 @@ from .._warn_once import warn_once
 from ..tensor import Tensor
 from . import creation as _C, indexing as _I, pointwise as _P, reduction as _R, shape as _S, triangular as _T
 from ._decomp_extra import solve_triangular
-from ._decomp_ops import LinAlgError
+from ._decomp_ops import LinAlgError, check_float
 from ._own import own
 from ._util import broadcast_shapes, return_type
 from .scatter import scatter
@@ -29,8 +29,10 @@ _unpack_t = return_type("lu_unpack", ("P", "L", "U"))
 def _check(op: str, A: Tensor) -> None:
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
-    if not A.dtype.is_floating_point or A.dtype in (_dt.float16, _dt.bfloat16):
+    if not A.dtype.is_floating_point:
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {A.dtype._tname[:-6]}")
+    if A.dtype in (_dt.float16, _dt.bfloat16):  # (PyTorch's LU kernel has no half variant: its dispatch says so)
+        raise NotImplementedError(f"\"lu_cpu\" not implemented for '{A.dtype._tname[:-6]}'")
 
 
 def _swap_index(ar: Tensor, k: int, p: Tensor) -> Tensor:
@@ -141,6 +143,8 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpa
 
 def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False) -> Tensor:
     """X with ``A X = B`` (``X A = B`` for ``left=False``; ``A^T`` for ``adjoint``) from ``lu_factor``'s output."""
+    if isinstance(LU, Tensor) and LU.dtype in (_dt.float16, _dt.bfloat16):
+        check_float("linalg.lu_solve", LU)
     if not left:  # X A = B  <=>  A^T X^T = B^T
         return _S.transpose(lu_solve(LU, pivots, _S.transpose(B, -2, -1), adjoint=not adjoint), -2, -1)
     m = LU.shape[-1]
