@@ -5,6 +5,8 @@ what coretorch gave before the fix; reference values are numpy's or the closed-f
 (written down as literals only where they are the spec, and said so)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -254,3 +256,26 @@ def test_linalg_half_inputs_raise_pytorchs_not_implemented(device, dtype):
         with pytest.raises(RuntimeError, match="Low precision dtypes not supported") as e:
             call()
         assert not isinstance(e.value, NotImplementedError)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_nuclear_norm_and_linalg_vander_raise_as_pytorch(device, dtype):
+    """PyTorch 2.13: torch.norm(x, 'nuc') of a half tensor goes to linalg.matrix_norm, whose SVD order raises
+    "linalg.matrix_norm: Low precision dtypes not supported. Got Half" (torch.norm's other orders compute in float32);
+    linalg.vander raises "linalg.vander supports floating point, complex, and integer tensors, but got Half"
+    (torch.vander computes).  Before: torch.norm(x, 'nuc') computed in float32 (7.0 for [[4, 1], [1, 3]]) and
+    linalg.vander gave a half matrix."""
+    name = "Half" if dtype == torch.float16 else "BFloat16"
+    x = torch.tensor([[4.0, 1.0], [1.0, 3.0]], dtype=dtype, device=device)
+    for call in (lambda: torch.norm(x, "nuc"), lambda: torch.norm(x, "nuc", dim=(0, 1)),
+                 lambda: torch.linalg.norm(x, "nuc"), lambda: torch.linalg.matrix_norm(x, "nuc")):
+        with pytest.raises(RuntimeError, match=f"linalg.matrix_norm: Low precision dtypes not supported. Got {name}"):
+            call()
+    xc = x.cpu()  # (on the CPU: this PoCL build's LLVM aborts compiling the opencl float32 vector sqrt)
+    assert torch.norm(xc, "fro").dtype == dtype and abs(torch.norm(xc).item() - math.sqrt(27)) < 0.05
+    with pytest.raises(RuntimeError, match=f"linalg.vander supports floating point, complex, and integer tensors, "
+                                           f"but got {name}"):
+        torch.linalg.vander(x[0])
+    assert torch.vander(x[0]).dtype == dtype
+    assert _np(torch.linalg.vander(torch.tensor([1, 2], dtype=torch.int32, device=device))).tolist() == [[1, 1],
+                                                                                                         [1, 2]]

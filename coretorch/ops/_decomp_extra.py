@@ -181,8 +181,9 @@ def cond(A: Tensor, p=None) -> Tensor:
 
 def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     """(..., n) -> (..., n, N): the powers x^0, x^1, ..., x^(N-1) (increasing, as torch.linalg.vander)."""
-    if x.dtype is _dt.bool_:
-        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
+    if x.dtype is _dt.bool_ or x.dtype is _dt.float16 or x.dtype is _dt.bfloat16:  # (PyTorch's check: no half)
+        raise RuntimeError(f"linalg.vander supports floating point, complex, and integer tensors, but got "
+                           f"{x.dtype._tname[:-6]}")
     if x.ndim == 0:  # (PyTorch: a 0-d x is one point)
         x = _S.unsqueeze(x, 0)
     N = x.shape[-1] if N is None else N
