@@ -279,3 +279,23 @@ def test_half_nuclear_norm_and_linalg_vander_raise_as_pytorch(device, dtype):
     assert torch.vander(x[0]).dtype == dtype
     assert _np(torch.linalg.vander(torch.tensor([1, 2], dtype=torch.int32, device=device))).tolist() == [[1, 1],
                                                                                                          [1, 2]]
+
+
+def test_unique_backward_raises_not_implemented_from_its_own_node(device):
+    """PyTorch: unique's values require grad through Unique2Backward0 (UniqueDimBackward0 with dim=,
+    UniqueConsecutiveBackward0 for unique_consecutive with or without dim) whose backward raises NotImplementedError
+    "the derivative for '_unique2' is not implemented." ('unique_dim', 'unique_consecutive').  Before: every one was a
+    "torch::autograd::NotImplemented" node raising RuntimeError, and unique_consecutive with dim= named
+    'unique_dim_consecutive'."""
+    x = torch.tensor([3.0, 1.0, 1.0, 2.0], device=device, requires_grad=True)
+    cases = [(lambda: torch.unique(x), "Unique2Backward0", "_unique2"),
+             (lambda: torch.unique(x, return_counts=True)[0], "Unique2Backward0", "_unique2"),
+             (lambda: torch.unique(x.view(2, 2), dim=0), "UniqueDimBackward0", "unique_dim"),
+             (lambda: torch.unique_consecutive(x), "UniqueConsecutiveBackward0", "unique_consecutive"),
+             (lambda: torch.unique_consecutive(x.view(2, 2), dim=0), "UniqueConsecutiveBackward0",
+              "unique_consecutive")]
+    for call, node, op in cases:
+        y = call()
+        assert y.requires_grad and y.grad_fn.name() == node
+        with pytest.raises(NotImplementedError, match=f"the derivative for '{op}' is not implemented."):
+            y.sum().backward()

@@ -480,7 +480,16 @@ class NotImplemented(Node):  # noqa: A001  (PyTorch's grad_fn name for an op wit
     __slots__ = ("op",)
 
     def backward(self, g):
-        raise RuntimeError(f"the derivative for '{self.op}' is not implemented.")
+        # (PyTorch's not_implemented(): TORCH_CHECK_NOT_IMPLEMENTED, a NotImplementedError)
+        raise NotImplementedError(f"the derivative for '{self.op}' is not implemented.")
+
+
+# PyTorch's grad_fn of each: the op's own Backward0 node, whose formula is not_implemented (the message's name is
+# the ATen op's: unique_consecutive's with dim= too)
+_NOT_DIFFERENTIATED = {
+    name: type(cls, (NotImplemented,), {"__slots__": ()})
+    for name, cls in (("_unique2", "Unique2Backward0"), ("unique_dim", "UniqueDimBackward0"),
+                      ("unique_consecutive", "UniqueConsecutiveBackward0"))}
 
 
 def _not_differentiated(op: str, input: Tensor, res):
@@ -488,7 +497,7 @@ def _not_differentiated(op: str, input: Tensor, res):
     if not (input._rg and _gs.enabled and input.dtype.is_floating_point):
         return res
     first = res if isinstance(res, Tensor) else res[0]
-    node = NotImplemented()
+    node = _NOT_DIFFERENTIATED[op]()
     node.op = op
     node.next_functions = (edge(input),)
     first = _make(first._data, first.dtype, first._be, node)
@@ -506,7 +515,7 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False, return_count
                        dim: int | None = None):
     """Collapse consecutive equal elements (or slices along ``dim``); optionally inverse indices and counts."""
     res = _unique_impl("unique_consecutive", input, False, return_inverse, return_counts, dim)
-    return _not_differentiated("unique_consecutive" if dim is None else "unique_dim_consecutive", input, res)
+    return _not_differentiated("unique_consecutive", input, res)
 
 
 # ---- searchsorted / bucketize --------------------------------------------------------------------------------------
