@@ -299,3 +299,18 @@ def test_unique_backward_raises_not_implemented_from_its_own_node(device):
         assert y.requires_grad and y.grad_fn.name() == node
         with pytest.raises(NotImplementedError, match=f"the derivative for '{op}' is not implemented."):
             y.sum().backward()
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64, torch.bfloat16])
+def test_cummin_cummax_value_is_the_element_at_the_index(device, dtype):
+    """PyTorch's cummin/cummax move the index to every element equal to the running extreme (the last of equal
+    ones) and return that element: over [0.0, -0.0, 0.0] cummin gives [0.0, -0.0, 0.0] with indices [0, 1, 2].
+    Before: float16 on the cpu backend gave [0.0, 0.0, 0.0] (numpy's minimum keeps the first of equal zeros there)
+    while the indices said [0, 1, 2]."""
+    x = torch.tensor([0.0, -0.0, 0.0, -0.0, 1.0], dtype=dtype, device=device)
+    for fn in (torch.cummin, torch.cummax):
+        v, i = fn(x, 0)
+        assert _np(i).tolist() == [0, 1, 2, 3, 3 if fn is torch.cummin else 4]
+        assert _np(v.signbit()).tolist() == _np(x.signbit()[i]).tolist()
+    v, i = torch.cummin(torch.tensor([2.0, float("nan"), 0.0], dtype=dtype, device=device), 0)
+    assert _np(i).tolist() == [0, 1, 1] and np.isnan(_np(v.float())[1:]).all()
