@@ -314,3 +314,20 @@ def test_cummin_cummax_value_is_the_element_at_the_index(device, dtype):
         assert _np(v.signbit()).tolist() == _np(x.signbit()[i]).tolist()
     v, i = torch.cummin(torch.tensor([2.0, float("nan"), 0.0], dtype=dtype, device=device), 0)
     assert _np(i).tolist() == [0, 1, 1] and np.isnan(_np(v.float())[1:]).all()
+
+
+def test_multi_dot_of_mixed_dtypes_raises_pytorchs_message(device):
+    """PyTorch's multi_dot checks the dtypes with the dims, before the shapes: "multi_dot(): all tensors must have
+    be the same dtype but tensor 0 is float and tensor 1 double" (C++ type names).  Before: the matmul's "expected
+    m1 and m2 to have the same dtype", or a shape error first."""
+    f = torch.ones(2, 3, device=device)
+    for ts, msg in [([torch.ones(2, device=device), torch.ones(2, dtype=torch.float64, device=device)],
+                     "tensor 0 is float and tensor 1 double"),
+                    ([f, torch.ones(2, 2, dtype=torch.float64, device=device)],
+                     "tensor 0 is float and tensor 1 double"),
+                    ([torch.ones(2, 2, device=device), torch.ones(2, 2, device=device),
+                      torch.ones(2, dtype=torch.int64, device=device)], "tensor 0 is float and tensor 2 long int")]:
+        with pytest.raises(RuntimeError, match=f"multi_dot\\(\\): all tensors must have be the same dtype but {msg}$"):
+            torch.linalg.multi_dot(ts)
+    r = torch.linalg.multi_dot([torch.ones(2, 2, dtype=torch.int64, device=device)] * 2)
+    assert r.dtype == torch.int64 and _np(r).tolist() == [[2, 2], [2, 2]]
