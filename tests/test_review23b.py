@@ -331,3 +331,23 @@ def test_multi_dot_of_mixed_dtypes_raises_pytorchs_message(device):
             torch.linalg.multi_dot(ts)
     r = torch.linalg.multi_dot([torch.ones(2, 2, dtype=torch.int64, device=device)] * 2)
     assert r.dtype == torch.int64 and _np(r).tolist() == [[2, 2], [2, 2]]
+
+
+def test_searchsorted_warns_once_about_non_contiguous_operands(device):
+    """PyTorch warns (once a program) "torch.searchsorted(): input value tensor is non-contiguous, this will lower
+    the performance ..." and the same for the boundary tensor; results are unchanged.  Before: no warning."""
+    import warnings
+
+    from coretorch import _warn_once
+    _warn_once.GIVEN.difference_update({"searchsorted.input value", "searchsorted.boundary"})
+    b = torch.tensor([[1.0, 3.0], [2.0, 4.0]], device=device).T  # rows [1, 2] and [3, 4]; values [1, 3], [5, 2]
+    v = torch.tensor([[1.0, 5.0], [3.0, 2.0]], device=device).T
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = torch.searchsorted(b, v)
+        torch.searchsorted(b, v)
+        torch.bucketize(v, torch.tensor([2.0, 4.0], device=device))
+    msgs = [str(x.message) for x in w]
+    assert len(msgs) == 2 and "input value tensor is non-contiguous" in msgs[0] and "boundary tensor" in msgs[1]
+    assert msgs[0].endswith("This message will only appear once per program.")
+    assert _np(r).tolist() == [[0, 2], [2, 0]]

@@ -12,6 +12,7 @@ import operator
 import numpy as np
 
 from .. import dtypes as _dt
+from .._warn_once import warn_once
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd._zero import keep_graph as _keep_graph
 from ..autograd.graph import Node
@@ -544,6 +545,13 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False, rig
     if input.device != seq.device:
         raise RuntimeError("torch.searchsorted(): expected sorted_sequence and input on the same device, got "
                            f"{seq.device} and {input.device}")
+    # PyTorch's (once a program) performance warnings for non-contiguous operands, values first
+    for what, t in (("input value", input), ("boundary", seq)):
+        if not t.is_contiguous():
+            warn_once(f"searchsorted.{what}", f"torch.searchsorted(): {what} tensor is non-contiguous, this will lower "
+                      "the performance due to extra data copy when converting non-contiguous tensor to contiguous, "
+                      f"please use contiguous {what} tensor if possible. This message will only appear once per "
+                      "program.", stacklevel=2)
     if sorter is not None:
         if tuple(sorter.shape) != tuple(seq.shape):
             raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same size, but got boundary "
