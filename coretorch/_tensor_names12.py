@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _compat, _grad_assign
 from . import dtypes as _dt
+from ._warn_once import warn_once
 from .autograd._node_names import named_node
 from .autograd.grad_mode import state as _gs
 from .autograd.graph import RemovableHandle
@@ -311,10 +312,11 @@ def triangular_solve(self: Tensor, A: Tensor, upper: bool = True, transpose: boo
     """Deprecated: ``(solution, cloned_coefficient)`` with ``A X = self`` (``A^T X = self`` for ``transpose``)
     for a triangular ``A``; use ``torch.linalg.solve_triangular``."""
     from .linalg import solve_triangular  # linalg imports the ops layer late: bound at call time
-    warnings.warn("torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangular and will be removed "
+    warn_once("triangular_solve", "torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangular "
+                  "and will be removed "
                   "in a future PyTorch release.\ntorch.linalg.solve_triangular has its arguments reversed and does "
                   "not return a copy of one of the inputs.\nX = torch.triangular_solve(B, A).solution\nshould be "
-                  "replaced with\nX = torch.linalg.solve_triangular(A, B).", UserWarning, stacklevel=2)
+                  "replaced with\nX = torch.linalg.solve_triangular(A, B).", stacklevel=2)  # (TORCH_WARN_ONCE)
     M = _S.transpose(A, -2, -1) if transpose else A
     x = solve_triangular(M, self, upper=upper != transpose, unitriangular=unitriangular)
     return _triangular_solve_result(x, _S.clone(A))

@@ -228,6 +228,17 @@ def matrix_exp(A: Tensor) -> Tensor:
     return E
 
 
+_CXX_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int", "int16": "short int",
+              "int8": "signed char", "uint8": "unsigned char", "bool": "bool", "float16": "c10::Half",
+              "bfloat16": "c10::BFloat16"}
+
+
+def _cxx_name(dt) -> str:
+    """A dtype as PyTorch's C++ messages print a scalar type's TypeMeta (float, double, long int, ...)."""
+    name = str(dt).rpartition(".")[2]
+    return _CXX_NAMES.get(name, name)
+
+
 def multi_dot(tensors) -> Tensor:
     """A chain of matmuls in the cheapest order (the matrix-chain dynamic programme); the first and last may be 1-D."""
     tensors = list(tensors)
@@ -243,6 +254,9 @@ def multi_dot(tensors) -> Tensor:
             raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got {t.ndim}D")
         if 0 < i < len(tensors) - 1 and t.ndim != 2:
             raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+        if t.dtype is not tensors[0].dtype:  # (PyTorch checks it before the shapes, naming dtypes as C++ does)
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                               f"{_cxx_name(tensors[0].dtype)} and tensor {i} {_cxx_name(t.dtype)}")
     mats = list(tensors)
     if first1:
         mats[0] = _S.unsqueeze(mats[0], 0)

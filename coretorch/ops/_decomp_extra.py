@@ -2,17 +2,22 @@
 tensorsolve, torch.cholesky_solve / cholesky_inverse), and the ``out=`` keyword of the family's functions."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import math
 
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac, suspended as _ac_suspended
 from .. import dtypes as _dt
+from ..autograd.grad_mode import no_grad
+from ..autograd.graph import Node
 from ..tensor import Tensor
 from ._out import write_out
 from . import creation as _C, pointwise as _P, shape as _S
 from ._decomp_composite import matrix_norm
-from ._decomp_ops import _mT, check_float, check_matrix, inv_ex, solve, solve_ex, svdvals
+from ._decomp_ops import _mT, _needs_grad, _record, check_float, check_matrix, inv_ex, solve, solve_ex, svdvals
+from ._util import sum_to
+from .linalg import matmul
 
 
 def _keyword_aliases(fn) -> dict:
@@ -84,13 +89,40 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, un
     return solve_ex(T, B, left=left, _matrix=True, _api="linalg.solve_triangular").result
 
 
+class CholeskySolveBackward0(Node):
+    """PyTorch's cholesky_solve_backward: gB = cholesky_solve(gX, L) and the factor's gradient -(C + C^T) L
+    (-L (C + C^T) for upper), C = gB X^T: a full matrix, as PyTorch's (it does not project it onto the triangle the
+    solver reads, so a factor held as a plain parameter gets its other triangle's gradient too)."""
+    __slots__ = ("upper", "sb", "sl")
+
+    def backward(self, gX):
+        B, L, X = self.saved()
+        gB = cholesky_solve(gX, L, self.upper)
+        c = matmul(gB, _mT(X))
+        c = c + _mT(c)
+        gL = -matmul(L, c) if self.upper else -matmul(c, L)
+        return sum_to(gB, self.sb), sum_to(gL, self.sl)
+
+
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
     """torch.cholesky_solve: X with (L L^T) X = B from the Cholesky factor L (U^T U with upper=True)."""
     if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
         B, L = _ac_cast("cholesky_solve", B, L)
-    if upper:
-        return solve_triangular(L, solve_triangular(_mT(L), B, upper=False), upper=True)
-    return solve_triangular(_mT(L), solve_triangular(L, B, upper=False), upper=True)
+    check_float("cholesky_solve", B)
+    grad = _needs_grad(B, L)
+    with no_grad() if grad else contextlib.nullcontext():
+        Bd, Ld = (B.detach(), L.detach()) if grad else (B, L)
+        if upper:
+            X = solve_triangular(Ld, solve_triangular(_mT(Ld), Bd, upper=False), upper=True)
+        else:
+            X = solve_triangular(_mT(Ld), solve_triangular(Ld, Bd, upper=False), upper=True)
+    if not grad:
+        return X
+    node = CholeskySolveBackward0()
+    node.upper, node.sb, node.sl = bool(upper), tuple(B.shape), tuple(L.shape)
+    (res,) = _record(node, (B, L), [(X._data, X.dtype)], X._be)
+    node.save(B, L, res)
+    return res
 
 
 def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
@@ -98,7 +130,27 @@ def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
         L, = _ac_cast("cholesky_inverse", L)
     check_matrix("cholesky_inverse", L)
-    return cholesky_solve(_C.eye(L.shape[-1], dtype=L.dtype, device=L.device).expand(tuple(L.shape)), L, upper)
+    eye = _C.eye(L.shape[-1], dtype=L.dtype, device=L.device).expand(tuple(L.shape))
+    if not _needs_grad(L):
+        return cholesky_solve(eye, L, upper)
+    with no_grad():
+        inv = cholesky_solve(eye, L.detach(), upper)
+    node = CholeskyInverseBackward0()
+    node.upper = bool(upper)
+    (res,) = _record(node, (L,), [(inv._data, inv.dtype)], inv._be)
+    node.save(L, res)
+    return res
+
+
+class CholeskyInverseBackward0(Node):
+    """PyTorch's cholesky_inverse_backward: -(X (g + g^T) X) L (-L (...) for upper), X the inverse: a full
+    matrix, as cholesky_solve's."""
+    __slots__ = ("upper",)
+
+    def backward(self, g):
+        L, X = self.saved()
+        c = matmul(X, matmul(g + _mT(g), X))
+        return (-matmul(L, c) if self.upper else -matmul(c, L)),
 
 
 def cond(A: Tensor, p=None) -> Tensor:
@@ -106,6 +158,9 @@ def cond(A: Tensor, p=None) -> Tensor:
     singular matrix)."""
     if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
         A, = _ac_cast("linalg_cond", A)
+    if isinstance(A, Tensor) and A.dtype in (_dt.float16, _dt.bfloat16):
+        # PyTorch: the SVD orders reach the SVD kernel's dispatch, the others linalg.inv's dtype check
+        check_float("linalg.svd" if p is None or p in (2, -2) else "linalg.inv", A)
     check_float("linalg.cond", A)
     if A.ndim < 2:
         raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
@@ -126,8 +181,9 @@ def cond(A: Tensor, p=None) -> Tensor:
 
 def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     """(..., n) -> (..., n, N): the powers x^0, x^1, ..., x^(N-1) (increasing, as torch.linalg.vander)."""
-    if x.dtype is _dt.bool_:
-        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
+    if x.dtype is _dt.bool_ or x.dtype is _dt.float16 or x.dtype is _dt.bfloat16:  # (PyTorch's check: no half)
+        raise RuntimeError(f"linalg.vander supports floating point, complex, and integer tensors, but got "
+                           f"{x.dtype._tname[:-6]}")
     if x.ndim == 0:  # (PyTorch: a 0-d x is one point)
         x = _S.unsqueeze(x, 0)
     N = x.shape[-1] if N is None else N

@@ -19,12 +19,25 @@ from .linalg import matmul
 
 
 # ---- checks ---------------------------------------------------------------------------------------------------
+# the ops whose PyTorch kernel has no half/bfloat16 variant and says so by its dispatch (NotImplementedError, named
+# after the LAPACK-backed kernel) where the others check the dtype first (RuntimeError "Low precision dtypes ...")
+LOW_PRECISION_KERNEL = {
+    "linalg.det": "lu_cpu", "linalg.solve": "lu_cpu", "linalg.solve_ex": "lu_cpu", "linalg.cholesky": "cholesky_cpu",
+    "linalg.cholesky_ex": "cholesky_cpu", "cholesky": "cholesky_cpu", "linalg.qr": "geqrf_cpu",
+    "linalg.eigh": "linalg_eigh_cpu", "linalg.eigvalsh": "linalg_eigh_cpu", "linalg.svd": "linalg_svd_cpu",
+    "linalg.svdvals": "linalg_svd_cpu", "linalg.solve_triangular": "triangular_solve_cpu",
+    "cholesky_inverse": "cholesky_inverse_out_cpu", "cholesky_solve": "cholesky_solve_cpu",
+    "linalg.lu_solve": "linalg.lu_solve_cpu"}
+
+
 def check_float(op: str, A: Tensor) -> None:
     if not isinstance(A, Tensor):
         raise TypeError(f"{op}(): argument 'A' (position 1) must be Tensor, not {type(A).__name__}")
     if not A.dtype.is_floating_point:
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {A.dtype._tname[:-6]}")
     if A.dtype not in (_dt.float32, _dt.float64):
+        if op in LOW_PRECISION_KERNEL:
+            raise NotImplementedError(f"\"{LOW_PRECISION_KERNEL[op]}\" not implemented for '{A.dtype._tname[:-6]}'")
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {A.dtype._tname[:-6]}")
 
 
@@ -652,10 +665,11 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
         node.save(A, Bm)
     rank_t = _make(rank, _dt.int64, table)
     empty = _C.empty((0,), dtype=A.dtype, device=A.device)
-    with no_grad():  # residuals: ||A X - B||^2 per column where the driver's LAPACK routine leaves them
-        full = driver == "gels" or (driver in ("gelsd", "gelss") and bool((rank_t == n).all()))
-        # (a vector B keeps its residuals' last dim of 1, as PyTorch)
-        res = ((matmul(A, X.detach()) - Bm) ** 2).sum(-2) if m > n and full else empty
+    # residuals: ||A X - B||^2 per column where the driver's LAPACK routine leaves them (a vector B keeps their
+    # last dim of 1, as PyTorch).  Differentiable in A and B as PyTorch's: X is detached because at the least-squares
+    # optimum the residuals are stationary in X (A^T (A X - B) = 0), so only the explicit A and B terms remain
+    full = driver == "gels" or (driver in ("gelsd", "gelss") and bool((rank_t == n).all()))
+    res = ((matmul(A, X.detach()) - Bm) ** 2).sum(-2) if m > n and full else empty
     if vec:
         X = own(_S.squeeze(X, -1))
     return return_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))(

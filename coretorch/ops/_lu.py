@@ -7,13 +7,13 @@ host round trip, and the factors are differentiable (through the row swaps, whic
 """
 from __future__ import annotations
 
-import warnings
 
 from .. import dtypes as _dt
+from .._warn_once import warn_once
 from ..tensor import Tensor
 from . import creation as _C, indexing as _I, pointwise as _P, reduction as _R, shape as _S, triangular as _T
 from ._decomp_extra import solve_triangular
-from ._decomp_ops import LinAlgError
+from ._decomp_ops import LinAlgError, check_float
 from ._own import own
 from ._util import broadcast_shapes, return_type
 from .scatter import scatter
@@ -29,8 +29,10 @@ _unpack_t = return_type("lu_unpack", ("P", "L", "U"))
 def _check(op: str, A: Tensor) -> None:
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
-    if not A.dtype.is_floating_point or A.dtype in (_dt.float16, _dt.bfloat16):
+    if not A.dtype.is_floating_point:
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {A.dtype._tname[:-6]}")
+    if A.dtype in (_dt.float16, _dt.bfloat16):  # (PyTorch's LU kernel has no half variant: its dispatch says so)
+        raise NotImplementedError(f"\"lu_cpu\" not implemented for '{A.dtype._tname[:-6]}'")
 
 
 def _swap_index(ar: Tensor, k: int, p: Tensor) -> Tensor:
@@ -141,6 +143,8 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpa
 
 def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False) -> Tensor:
     """X with ``A X = B`` (``X A = B`` for ``left=False``; ``A^T`` for ``adjoint``) from ``lu_factor``'s output."""
+    if isinstance(LU, Tensor) and LU.dtype in (_dt.float16, _dt.bfloat16):
+        check_float("linalg.lu_solve", LU)
     if not left:  # X A = B  <=>  A^T X^T = B^T
         return _S.transpose(lu_solve(LU, pivots, _S.transpose(B, -2, -1), adjoint=not adjoint), -2, -1)
     m = LU.shape[-1]
@@ -162,21 +166,22 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoin
 # ---- the deprecated torch.lu / lu_solve ------------------------------------------------------------------------
 def lu_deprecated(A: Tensor, pivot: bool = True, get_infos: bool = False):
     """Deprecated ``torch.lu``: ``(LU, pivots)`` (and ``infos`` with ``get_infos``); use ``linalg.lu_factor``."""
-    warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
+    # (TORCH_WARN_ONCE in PyTorch: once a process, not once a call site)
+    warn_once("lu", "torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
                   "removed in a future PyTorch release.\nLU, pivots = torch.lu(A, compute_pivots)\nshould be replaced "
                   "with\nLU, pivots = torch.linalg.lu_factor(A, compute_pivots)\nand\nLU, pivots, info = torch.lu(A, "
                   "compute_pivots, get_infos=True)\nshould be replaced with\nLU, pivots, info = "
-                  "torch.linalg.lu_factor_ex(A, compute_pivots)", UserWarning, stacklevel=2)
+                  "torch.linalg.lu_factor_ex(A, compute_pivots)", stacklevel=2)
     lu_, piv, info = lu_factor_ex(A, pivot=pivot)
     return (lu_, piv, info) if get_infos else (lu_, piv)
 
 
 def lu_solve_deprecated(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
     """Deprecated ``torch.lu_solve(b, LU, pivots)``: use ``linalg.lu_solve(LU, pivots, b)``."""
-    warnings.warn("torch.lu_solve is deprecated in favor of torch.linalg.lu_solve and will be removed in a future "
-                  "PyTorch release.\nNote that torch.linalg.lu_solve has its arguments reversed.\nX = "
+    warn_once("lu_solve", "torch.lu_solve is deprecated in favor of torch.linalg.lu_solve and will be removed in a "
+                  "future PyTorch release.\nNote that torch.linalg.lu_solve has its arguments reversed.\nX = "
                   "torch.lu_solve(B, LU, pivots)\nshould be replaced with\nX = torch.linalg.lu_solve(LU, pivots, B)",
-                  UserWarning, stacklevel=2)
+                  stacklevel=2)  # (TORCH_WARN_ONCE)
     return lu_solve(LU_data, LU_pivots, b)
 
 

@@ -138,8 +138,9 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
                                f"{dtype._tname[:-6]}")
         check_narrowing("linalg.vector_norm", input, dtype)
         input = input.to(dtype)
-    if (input.dtype is _f16 or input.dtype is _dt.bfloat16) and p not in (float("inf"), -float("inf")):
-        return norm(input.to(_f32), p, dim, keepdim).to(input.dtype)  # (in float32, rounded once, as PyTorch)
+    if (input.dtype is _f16 or input.dtype is _dt.bfloat16) and p not in (float("inf"), -float("inf"), "nuc"):
+        # (in float32, rounded once, as PyTorch; "nuc" goes to matrix_norm, whose SVD takes no half: it raises)
+        return norm(input.to(_f32), p, dim, keepdim).to(input.dtype)
     if isinstance(p, (int, float)) and (p < 0 or p == float("inf")) and input.numel() == 0:
         check_norm_identity(input, p, dim)
     if p in ("fro", 2, 2.0) or p is None:

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import itertools
-import warnings
 
 import numpy as np
 
 from .. import dtypes as _dt
+from .._warn_once import warn_once
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd._node_names import named_node
 from ..autograd._zero import keep_graph as _keep_graph
@@ -213,9 +213,9 @@ def _cross(input: Tensor, other: Tensor, dim: int, op: str = "linalg.cross") -> 
 def cross(input: Tensor, other: Tensor, dim=None, *, out=None) -> Tensor:
     """torch.cross: without ``dim`` the first dim of size 3 (deprecated, with PyTorch's warning)."""
     if dim is None:
-        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
-                      "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
-                      "with that of linalg.cross in a future release.", UserWarning, stacklevel=2)
+        warn_once("cross.dim", "Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass "
+                  "the dim explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to "
+                  "agree with that of linalg.cross in a future release.", stacklevel=2)  # (TORCH_WARN_ONCE)
         dim = next((i for i, s in enumerate(input.shape) if s == 3), None)
         if dim is None:
             raise RuntimeError("no dimension of size 3 in input")
@@ -311,9 +311,9 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1, out=Non
 
 def chain_matmul(*matrices, out=None) -> Tensor:
     """Deprecated in PyTorch for torch.linalg.multi_dot: the product of 2-D matrices, in the cheapest order."""
-    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
-                  "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than multiple "
-                  "parameters.", UserWarning, stacklevel=2)
+    warn_once("chain_matmul", "torch.chain_matmul is deprecated and will be removed in a future PyTorch release. "
+              "Use torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than multiple "
+              "parameters.", stacklevel=2)  # (TORCH_WARN_ONCE, as PyTorch)
     if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
         matrices = tuple(matrices[0])
     if not matrices:

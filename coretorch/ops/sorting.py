@@ -12,6 +12,7 @@ import operator
 import numpy as np
 
 from .. import dtypes as _dt
+from .._warn_once import warn_once
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd._zero import keep_graph as _keep_graph
 from ..autograd.graph import Node
@@ -480,7 +481,16 @@ class NotImplemented(Node):  # noqa: A001  (PyTorch's grad_fn name for an op wit
     __slots__ = ("op",)
 
     def backward(self, g):
-        raise RuntimeError(f"the derivative for '{self.op}' is not implemented.")
+        # (PyTorch's not_implemented(): TORCH_CHECK_NOT_IMPLEMENTED, a NotImplementedError)
+        raise NotImplementedError(f"the derivative for '{self.op}' is not implemented.")
+
+
+# PyTorch's grad_fn of each: the op's own Backward0 node, whose formula is not_implemented (the message's name is
+# the ATen op's: unique_consecutive's with dim= too)
+_NOT_DIFFERENTIATED = {
+    name: type(cls, (NotImplemented,), {"__slots__": ()})
+    for name, cls in (("_unique2", "Unique2Backward0"), ("unique_dim", "UniqueDimBackward0"),
+                      ("unique_consecutive", "UniqueConsecutiveBackward0"))}
 
 
 def _not_differentiated(op: str, input: Tensor, res):
@@ -488,7 +498,7 @@ def _not_differentiated(op: str, input: Tensor, res):
     if not (input._rg and _gs.enabled and input.dtype.is_floating_point):
         return res
     first = res if isinstance(res, Tensor) else res[0]
-    node = NotImplemented()
+    node = _NOT_DIFFERENTIATED[op]()
     node.op = op
     node.next_functions = (edge(input),)
     first = _make(first._data, first.dtype, first._be, node)
@@ -506,7 +516,7 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False, return_count
                        dim: int | None = None):
     """Collapse consecutive equal elements (or slices along ``dim``); optionally inverse indices and counts."""
     res = _unique_impl("unique_consecutive", input, False, return_inverse, return_counts, dim)
-    return _not_differentiated("unique_consecutive" if dim is None else "unique_dim_consecutive", input, res)
+    return _not_differentiated("unique_consecutive", input, res)
 
 
 # ---- searchsorted / bucketize --------------------------------------------------------------------------------------
@@ -535,9 +545,23 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False, rig
     if input.device != seq.device:
         raise RuntimeError("torch.searchsorted(): expected sorted_sequence and input on the same device, got "
                            f"{seq.device} and {input.device}")
+    # PyTorch's (once a program) performance warnings for non-contiguous operands, values first
+    for what, t in (("input value", input), ("boundary", seq)):
+        if not t.is_contiguous():
+            warn_once(f"searchsorted.{what}", f"torch.searchsorted(): {what} tensor is non-contiguous, this will lower "
+                      "the performance due to extra data copy when converting non-contiguous tensor to contiguous, "
+                      f"please use contiguous {what} tensor if possible. This message will only appear once per "
+                      "program.", stacklevel=2)
     if sorter is not None:
-        if tuple(sorter.shape) != tuple(seq.shape) or sorter.dtype is not _i64:
-            raise RuntimeError("torch.searchsorted(): sorter must be an int64 tensor of the boundaries' shape")
+        if tuple(sorter.shape) != tuple(seq.shape):
+            raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same size, but got boundary "
+                               f"tensor {list(seq.shape)}and got sorter tensor {list(sorter.shape)}")
+        if sorter.dtype is not _i64:
+            raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype but got dtype "
+                               f"{sorter.dtype._tname[:-6]}")
+        # PyTorch checks the sorter's range itself (one host read), before any gather's message could name gather
+        if sorter.numel() and (int(amin(sorter)) < 0 or int(amax(sorter)) >= seq.shape[-1]):
+            raise RuntimeError("torch.searchsorted(): sorter index out of range")
         seq = gather(seq, -1, sorter)
     dt = _dt.promote_types(seq.dtype, input.dtype)
     if dt is _bool and input.numel():  # PyTorch's kernel runs in the common dtype and has no bool one
@@ -569,5 +593,5 @@ METHODS.update({"sort": sort, "argsort": argsort, "msort": msort, "topk": topk, 
 from .creation import arange, full, ones, ones_like, zeros, zeros_like  # noqa: E402
 from .indexing import gather, index_select, narrow, nonzero, scatter_add, select  # noqa: E402
 from .pointwise import add, div, eq, exp, gt, isnan, log, logical_and, logical_or, ne, neg as neg_, sub, where  # noqa: E402,E501
-from .reduction import amax, any as any_, argmax, cumsum, sum as sum_  # noqa: E402
+from .reduction import amax, amin, any as any_, argmax, cumsum, sum as sum_  # noqa: E402
 from .shape import cat, contiguous, flip, movedim, reshape, unsqueeze  # noqa: E402

@@ -131,7 +131,7 @@ def histc(input: Tensor, bins: int = 100, min=0, max=0, *, out=None) -> Tensor:
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{input.dtype._tname[:-6]}'")
     if bins <= 0:
-        raise RuntimeError("torch.histc: bins must be > 0")
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")  # (PyTorch's)
     if min > max:
         raise RuntimeError("torch.histc: max must be larger than min")
     with no_grad():
@@ -163,10 +163,16 @@ def _num(v: float) -> str:
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
     """Count of each value of the non-negative 1-D integer ``input`` (weighted sums with ``weights``)."""
     _check("bincount", input)
-    if input.ndim != 1 or input.dtype.is_floating_point or input.dtype is _bool:
-        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    # PyTorch's order: the kernel's integral-dtype dispatch, minlength, then an empty 1-D input gives int64 zeros
+    # whatever the weights (their dtype and length are not looked at), then the shape and sign checks
+    if input.dtype.is_floating_point or input.dtype is _bool or input.dtype.is_complex:
+        raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{input.dtype._tname[:-6]}'")
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
+    if input.ndim == 1 and not input.numel():
+        return zeros(minlength, dtype=_i64, device=input.device)
+    if input.ndim != 1:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if weights is not None and (weights.ndim != 1 or weights.shape[0] != input.shape[0]):
         raise RuntimeError("weights should be 1-d and have the same length as input")
     with no_grad():

@@ -283,7 +283,12 @@ def _cum_extreme(ufunc):
         shape = [1] * x.ndim
         shape[axis] = x.shape[axis]
         pos = np.where(hit, np.arange(x.shape[axis]).reshape(shape), 0)
-        return v, np.ascontiguousarray(np.maximum.accumulate(pos, axis=axis), _I64)
+        idx = np.ascontiguousarray(np.maximum.accumulate(pos, axis=axis), _I64)
+        if x.dtype.kind == "f":
+            # the value is the element at the index, as PyTorch's kernel takes it: numpy's minimum/maximum of 0.0
+            # and -0.0 keeps either one depending on the dtype's loop (float16's cummin gave 0.0 where -0.0 is)
+            v = np.ascontiguousarray(np.take_along_axis(x, idx, axis))
+        return v, idx
     return k
 
 
