@@ -64,6 +64,53 @@ class Work:
         """Wait for the operation (the same as ``wait()``)."""
         self.wait()
 
+    def get_future(self) -> Future:
+        """A ``Future`` of the operation: its ``wait()`` completes the operation and returns ``result()`` (the
+        output tensors), as torch's ``Work.get_future()``."""
+        return Future(self._wait_result, self.is_completed)
+
+    def _wait_result(self) -> list:
+        self.wait()
+        return self.result()
+
+
+class Future:
+    """The reading side of ``torch.futures.Future`` for a collective's result: ``wait()``/``value()`` give it
+    (completing the operation), ``done()`` polls, ``then(fn)`` chains ``fn(this_future)``."""
+
+    def __init__(self, compute, done=None):
+        self._compute = compute
+        self._poll = done
+        self._has = False
+        self._value = None
+
+    def wait(self):
+        """Complete the operation and return its value (computed once)."""
+        if not self._has:
+            self._value, self._has = self._compute(), True
+            self._compute = None
+        return self._value
+
+    def value(self):
+        """The value (as ``wait()``)."""
+        return self.wait()
+
+    def done(self) -> bool:
+        """Whether the value is ready without waiting."""
+        return self._has or (self._poll is not None and self._poll())
+
+    def then(self, callback) -> Future:
+        """A Future whose value is ``callback(self)``, computed when it is waited on."""
+        def chained():
+            self.wait()
+            return callback(self)
+        return Future(chained, self.done)
+
+    def add_done_callback(self, callback) -> None:
+        """Run ``callback(self)`` once the value is there (here: on completion now)."""
+        self.wait()
+        callback(self)
+
 
 def _complete(pg: ProcessGroup, what: str, seq: int | None, async_op: bool, requests, finish=None, keep=(),
               result=()):
@@ -139,10 +186,12 @@ def _reduction(h: np.ndarray, op: ReduceOp):
     """(array MPI reduces, MPI op, finish(n, out)) where finish puts the reduced values into ``out``."""
     MPI = _mpi()
     kind = h.dtype.kind
+    # RuntimeError with torch's messages (its AVG divides in place, which fails for integer tensors)
     if op is ReduceOp.AVG and kind != "f":
-        raise ValueError(f"ReduceOp.AVG needs a floating-point tensor, got {h.dtype}")
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {h.dtype}: ReduceOp.AVG "
+                           "needs a floating-point tensor")
     if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and kind == "f":
-        raise ValueError(f"ReduceOp.{op.name} needs an integer or bool tensor, got {h.dtype}")
+        raise RuntimeError(f"Cannot use ReduceOp.{op.name} with non-integral dtype ({h.dtype})")
     if kind == "b":
         return h.view(np.uint8), getattr(MPI, _BOOL_OPS[op]), None
     mop = getattr(MPI, _MPI_OP_NAMES[op])
@@ -233,14 +282,33 @@ def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False
                      result=[tensor])
 
 
-def _check_same(tensors, like: Tensor, what: str, n: int) -> None:
+def _check_same(tensors, like: Tensor, what: str, n: int, op: str = "") -> None:
+    """torch's checks and error types: a wrong list length or shape is a RuntimeError, a dtype a ValueError."""
     if len(tensors) != n:
-        raise ValueError(f"{what} must hold one tensor per rank of the group ({n}), got {len(tensors)}")
-    for t in tensors:
+        raise RuntimeError(f"{op}: invalid {what} (expected length {n}, got {len(tensors)})")
+    for i, t in enumerate(tensors):
         _check(t, what)
-        if tuple(t.shape) != tuple(like.shape) or t.dtype is not like.dtype:
-            raise ValueError(f"{what}: every tensor must have the shape and dtype of the input "
-                             f"({list(like.shape)}, {like.dtype}); got {list(t.shape)}, {t.dtype}")
+        if t.dtype is not like.dtype:
+            raise ValueError(f"{op}: Invalid usage of tensors with different dtypes: found {t.dtype} in {what}[{i}] "
+                             f"and {like.dtype}")
+        if tuple(t.shape) != tuple(like.shape):
+            raise RuntimeError(f"{op}: invalid tensor size at index {i} of {what} (expected {tuple(like.shape)}, "
+                               f"got {tuple(t.shape)})")
+
+
+def _root_only(mine: bool, tensors, what: str, role: str) -> None:
+    """torch's rule for gather/scatter lists: given on the root, absent elsewhere (ValueError)."""
+    if mine and not tensors:
+        raise ValueError(f"Argument ``{what}`` must be specified on {role} rank.")
+    if not mine and tensors:
+        raise ValueError(f"Argument ``{what}`` must NOT be specified on non-{role} ranks.")
+
+
+def _not_self(pg: ProcessGroup, peer: int, role: str) -> None:
+    """Point-to-point with oneself is a ValueError in torch (MPI would match it, or wait forever)."""
+    if peer == pg.rank():
+        raise ValueError(f"Invalid {role} rank: {role} rank should not be the same as the rank of the current "
+                         "process.")
 
 
 def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
@@ -262,7 +330,7 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
         _warn_not_in_group("all_gather")
         return None
     n = pg.size()
-    _check_same(tensor_list, tensor, "tensor_list", n)
+    _check_same(tensor_list, tensor, "tensor_list", n, "all_gather")
     send = _host_in(tensor)
     recv = np.empty((n,) + send.shape, send.dtype)
 
@@ -283,8 +351,12 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
         _warn_not_in_group("all_gather_single")
         return None
     n = pg.size()
-    if output_tensor.numel() != n * input_tensor.numel() or output_tensor.dtype is not input_tensor.dtype:
-        raise ValueError(f"output tensor must have world size ({n}) times the elements of the input and its dtype")
+    if output_tensor.dtype is not input_tensor.dtype:
+        raise ValueError(f"all_gather_into_tensor: Invalid usage of tensors with different dtypes: found "
+                         f"{output_tensor.dtype} and {input_tensor.dtype}")
+    if output_tensor.numel() != n * input_tensor.numel():   # (torch: RuntimeError)
+        raise RuntimeError(f"all_gather_into_tensor: invalid tensor size: the output {tuple(output_tensor.shape)} "
+                           f"must hold world size ({n}) times the input {tuple(input_tensor.shape)}")
     send = _host_in(input_tensor)
     recv, staged = _host_inout(output_tensor)
 
@@ -322,7 +394,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
         _warn_not_in_group("reduce_scatter")
         return None
     n = pg.size()
-    _check_same(input_list, output, "input_list", n)
+    _check_same(input_list, output, "input_list", n, "reduce_scatter")
     send = np.stack([_host_in(t) for t in input_list]) if n else np.empty((0,) + tuple(output.shape))
     return _reduce_scatter_host(pg, output, send, op, async_op)
 
@@ -336,8 +408,12 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
         _warn_not_in_group("reduce_scatter_single")
         return None
     n = pg.size()
-    if input.numel() != n * output.numel() or input.dtype is not output.dtype:
-        raise ValueError(f"input tensor must have world size ({n}) times the elements of the output and its dtype")
+    if input.dtype is not output.dtype:
+        raise ValueError(f"reduce_scatter_tensor: Invalid usage of tensors with different dtypes: found "
+                         f"{input.dtype} and {output.dtype}")
+    if input.numel() != n * output.numel():   # (torch: RuntimeError)
+        raise RuntimeError(f"reduce_scatter_tensor: invalid tensor size: the input {tuple(input.shape)} must hold "
+                           f"world size ({n}) times the output {tuple(output.shape)}")
     send = _host_in(input).reshape((n,) + tuple(output.shape))
     return _reduce_scatter_host(pg, output, send, op, async_op)
 
@@ -407,10 +483,11 @@ def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_o
         return None
     root = _to_group_rank(pg, 0 if dst is None and group_dst is None else dst, group_dst, "dst")
     mine = pg.rank() == root
+    _root_only(mine, gather_list, "gather_list", "destination")
     send = _host_in(tensor)
     recv = None
     if mine:
-        _check_same(gather_list or [], tensor, "gather_list", pg.size())
+        _check_same(gather_list, tensor, "gather_list", pg.size(), "gather")
         recv = np.empty((pg.size(),) + send.shape, send.dtype)
 
     def finish():
@@ -445,9 +522,10 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async
         return None
     root = _to_group_rank(pg, 0 if src is None and group_src is None else src, group_src, "src")
     mine = pg.rank() == root
+    _root_only(mine, scatter_list, "scatter_list", "source")
     send = None
     if mine:
-        _check_same(scatter_list or [], tensor, "scatter_list", pg.size())
+        _check_same(scatter_list, tensor, "scatter_list", pg.size(), "scatter")
         send = np.stack([_host_in(t) for t in scatter_list])
     recv = np.empty(tuple(tensor.shape), tensor.dtype.np)
 
@@ -487,6 +565,7 @@ def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: i
         _warn_not_in_group("isend")
         return None
     peer = _to_group_rank(pg, dst, group_dst, "dst")
+    _not_self(pg, peer, "destination")
     h = _host_in(tensor)
     return _track(Work([pg.comm.Isend(_bytes(h), dest=peer, tag=tag)], keep=(h,), pg=pg,
                        what=f"send to rank {pg.ranks[peer]}", peer=pg.ranks[peer]))
@@ -517,6 +596,7 @@ def irecv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: i
         return None
     MPI = _mpi()
     peer = MPI.ANY_SOURCE if src is None and group_src is None else _to_group_rank(pg, src, group_src, "src")
+    _not_self(pg, peer, "source")
     h = np.empty(tuple(tensor.shape), tensor.dtype.np)
     gpeer = None if peer == MPI.ANY_SOURCE else pg.ranks[peer]
     return _track(Work([pg.comm.Irecv(_bytes(h), source=peer, tag=tag)], lambda: _write(tensor, h), keep=(h,),
@@ -533,6 +613,7 @@ def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: in
         return -1
     MPI = _mpi()
     peer = MPI.ANY_SOURCE if src is None and group_src is None else _to_group_rank(pg, src, group_src, "src")
+    _not_self(pg, peer, "source")
     h = np.empty(tuple(tensor.shape), tensor.dtype.np)
     status = MPI.Status()
     gpeer = None if peer == MPI.ANY_SOURCE else pg.ranks[peer]

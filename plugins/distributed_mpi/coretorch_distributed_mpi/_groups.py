@@ -377,10 +377,17 @@ def get_group_rank(group, global_rank: int) -> int:
 
 
 def _to_group_rank(pg: ProcessGroup, global_rank, group_rank, what: str) -> int:
-    if group_rank is not None:
-        return int(group_rank)
-    if global_rank is None:
-        raise ValueError(f"{what}: give the global rank or its group_ form")
-    if int(global_rank) not in pg.ranks:
-        raise ValueError(f"{what}={global_rank} is not a rank of {pg}")
-    return pg.ranks.index(int(global_rank))
+    """The group rank of a root/peer given as a global rank or as ``group_<what>``.  As torch: a global rank
+    outside a sub-group is a ValueError (its rank mapping fails); a root outside the group's range (a global rank
+    on the default group, or a group rank) is the backend's RuntimeError ``invalid root rank``."""
+    if group_rank is None:
+        if global_rank is None:
+            raise ValueError(f"{what}: give the global rank or its group_ form")
+        if pg is not _state["pg"]:
+            if int(global_rank) not in pg.ranks:
+                raise ValueError(f"Global rank {global_rank} is not part of group {pg}")
+            return pg.ranks.index(int(global_rank))
+        group_rank = global_rank
+    if not 0 <= int(group_rank) < pg.size():
+        raise RuntimeError(f"invalid root rank: {group_rank} ({what} of {pg}, whose ranks are 0..{pg.size() - 1})")
+    return int(group_rank)

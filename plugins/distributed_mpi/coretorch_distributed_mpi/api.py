@@ -28,7 +28,8 @@ __all__ = ["Backend", "ReduceOp", "ProcessGroup", "GroupMember", "group", "Work"
            "get_backend", "new_group", "get_process_group_ranks", "get_global_rank", "get_group_rank",
            "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
            "reduce_scatter_tensor", "reduce", "gather", "scatter", "barrier", "send", "recv", "isend", "irecv",
-           "all_gather_object", "broadcast_object_list", "DistributedDataParallel", "DistributedSampler",
+           "all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list", "all_to_all",
+           "all_to_all_single", "DistributedDataParallel", "DistributedSampler",
            "launch", "algorithms", "default_pg_timeout"]
 
 # the implementation, by job (each name is public here, where coretorch.distributed and the scripts find it)
@@ -44,9 +45,11 @@ from ._collectives import _check_same, all_gather, all_gather_into_tensor, _redu
 from ._collectives import reduce_scatter, reduce_scatter_tensor, reduce, gather, scatter, barrier, isend  # noqa: F401
 from ._collectives import send, irecv, recv  # noqa: F401
 from ._object_collectives import _allreduce_np, _allgather_bytes, _allgather_obj, all_gather_object  # noqa: F401
-from ._object_collectives import broadcast_object_list  # noqa: F401
+from ._object_collectives import broadcast_object_list, gather_object, scatter_object_list  # noqa: F401
+from ._collectives import Future  # noqa: F401
+from ._all_to_all import all_to_all, all_to_all_single  # noqa: F401
 
-_PARTS = tuple(f"{__package__}.{m}" for m in ("_groups", "_collectives", "_object_collectives"))
+_PARTS = tuple(f"{__package__}.{m}" for m in ("_groups", "_collectives", "_object_collectives", "_all_to_all"))
 for _o in list(globals().values()):
     if callable(_o) and getattr(_o, "__module__", None) in _PARTS:  # functions and classes defined there
         _o.__module__ = __name__  # dist.all_reduce.__module__ is this module, as before the split
