@@ -27,6 +27,7 @@ whose replica took every optimizer step.
 from __future__ import annotations
 
 import contextlib
+import warnings
 import weakref
 from typing import Any
 
@@ -99,10 +100,11 @@ class DistributedDataParallel(Module, Joinable):
     its own part of the batch, and after ``loss.backward()`` every rank's ``.grad`` holds the average of the
     ranks' gradients, so identical optimizer steps keep the replicas identical."""
 
-    def __init__(self, module, device_ids=None, output_device=None, dim: int = 0, broadcast_buffers: bool = True,
+    def __init__(self, module, device_ids=None, output_device=None, dim: int = 0, broadcast_buffers: bool | None = None,
                  init_sync: bool = True, process_group=None, bucket_cap_mb: float | None = None,
                  find_unused_parameters: bool = False, check_reduction: bool = False,
-                 gradient_as_bucket_view: bool = False, static_graph: bool = False, **unused_kwargs):
+                 gradient_as_bucket_view: bool = False, static_graph: bool = False,
+                 forward_sync_buffers: bool | None = None, **unused_kwargs):
         super().__init__()
         from . import api
         pg = api._group(process_group)
@@ -112,7 +114,13 @@ class DistributedDataParallel(Module, Joinable):
         self.process_group = pg
         self.device_ids = device_ids
         self.dim = dim
-        self.broadcast_buffers = broadcast_buffers
+        # torch 2.13: buffers are broadcast before forward unless forward_sync_buffers (or the deprecated
+        # broadcast_buffers) is False; broadcast_buffers=False also keeps them rank-local at construction
+        init_sync_buffers = _buffer_sync_args(broadcast_buffers, forward_sync_buffers)
+        self.forward_sync_buffers = (forward_sync_buffers if forward_sync_buffers is not None else
+                                     init_sync_buffers)
+        # torch: the previous forward ran with grad and sync; buffers are broadcast before a forward when it did
+        self.require_forward_param_sync = True
         self.find_unused_parameters = find_unused_parameters
         self.require_backward_grad_sync = True
         self.bucket_bytes_cap = int((_DEFAULT_BUCKET_MB if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
@@ -122,10 +130,9 @@ class DistributedDataParallel(Module, Joinable):
                                "that requires a gradient.")
         self._ddp_names = [n for n, _ in named]
         self._ddp_params = [p for _, p in named]
-        self._ddp_buffers = [b for b in module.buffers()]
         self._verify_same_model()
-        if init_sync:
-            self._broadcast(self._ddp_params + self._ddp_buffers)
+        if init_sync:   # every parameter (frozen ones too, as torch) and, unless kept local, every buffer
+            self._broadcast(self._module_states(init_sync_buffers))
         self._build_buckets()
         self._expect = False          # backward of the last forward must reduce
         self._remaining = 0
@@ -211,14 +218,35 @@ class DistributedDataParallel(Module, Joinable):
         sync = coretorch.is_grad_enabled() and self.require_backward_grad_sync
         if self._join_config.enable:
             self._join_forward(sync)
-        elif self.broadcast_buffers and self._ddp_buffers and self.require_backward_grad_sync:
+        elif self.forward_sync_buffers and self.require_forward_param_sync:
             self._broadcast(self._ddp_buffers)
         out = self.module(*inputs, **kwargs)
+        self.require_forward_param_sync = sync
         if sync:
             self._prepare(out)
         else:
             self._expect = False
         return out
+
+    @property
+    def broadcast_buffers(self) -> bool:
+        """Whether buffers are broadcast from rank 0 before each forward (``forward_sync_buffers``)."""
+        return self.forward_sync_buffers
+
+    @broadcast_buffers.setter
+    def broadcast_buffers(self, value: bool) -> None:
+        self.forward_sync_buffers = value
+
+    @property
+    def _ddp_buffers(self) -> list:
+        """The module's buffers, read again at each use: a module may reassign one (``self.n = self.n + 1``),
+        and the broadcast must reach the tensor the module holds now (as torch's ``_assign_modules_buffers``)."""
+        return list(self.module.buffers())
+
+    def _module_states(self, with_buffers: bool) -> list:
+        """Every parameter of the module (requires_grad or not) and, if asked, every buffer: what torch's
+        ``_sync_module_states`` broadcasts at construction and after join."""
+        return list(self.module.parameters()) + (self._ddp_buffers if with_buffers else [])
 
     @contextlib.contextmanager
     def no_sync(self):
@@ -266,7 +294,7 @@ class DistributedDataParallel(Module, Joinable):
 
     def _join_forward(self, sync: bool) -> None:
         work = Join.notify_join_context(self)
-        active, sync_buffers, _ = self._join_info((int(self.require_backward_grad_sync), int(sync)))
+        active, sync_buffers, _ = self._join_info((int(self.require_forward_param_sync), int(sync)))
         if work is not None:
             work.wait()
         self._divisor = self.process_group.size() if self._divide_by_initial_world_size else len(active)
@@ -396,7 +424,23 @@ class _DDPJoinHook(JoinHook):
         pg = ddp.process_group
         src = np.array([pg.rank() if is_last_joiner else -1], np.int64)
         _allreduce_np(pg, src, "MAX", "DistributedDataParallel join (final model synchronisation)")
-        ddp._broadcast(ddp._ddp_params + (ddp._ddp_buffers if ddp.broadcast_buffers else []), src=int(src[0]))
+        ddp._broadcast(ddp._module_states(ddp.broadcast_buffers), src=int(src[0]))
+
+
+def _buffer_sync_args(broadcast_buffers: bool | None, forward_sync_buffers: bool | None) -> bool:
+    """Whether buffers are broadcast at construction, and torch 2.13's FutureWarnings for ``broadcast_buffers``."""
+    if broadcast_buffers is not None:
+        if forward_sync_buffers is not None:
+            warnings.warn("Both `broadcast_buffers` and `forward_sync_buffers` were specified. `broadcast_buffers` "
+                          "is deprecated and its value is ignored when `forward_sync_buffers` is provided.",
+                          FutureWarning, stacklevel=3)
+        else:
+            warnings.warn("`broadcast_buffers` is deprecated. Use `forward_sync_buffers` instead. IMPORTANT: unlike "
+                          "`broadcast_buffers=False`, `forward_sync_buffers=False` still syncs buffers at init.",
+                          FutureWarning, stacklevel=3)
+    if forward_sync_buffers is not None:
+        return True
+    return True if broadcast_buffers is None else bool(broadcast_buffers)
 
 
 def _hook(ref, i: int):

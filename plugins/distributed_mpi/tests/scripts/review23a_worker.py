@@ -1,0 +1,231 @@
+"""Review 23a under `mpiexec -n 2`: torch's error types of the collectives, Work.get_future, all_to_all(_single),
+gather_object / scatter_object_list / all_gather_object, and DDP's state synchronisation (frozen parameters,
+broadcast_buffers=False, reassigned buffers, when buffers are broadcast).  Expected values are numpy on the
+known inputs of both ranks, or what PyTorch 2.13 (gloo, 2 ranks) did on the same script (said where)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from _checks import Checks
+
+import coretorch
+import coretorch.distributed as dist
+from coretorch import nn
+from coretorch.testing import available_devices
+
+dist.init_process_group(backend="mpi")
+rank, world = dist.get_rank(), dist.get_world_size()
+other = 1 - rank
+C = Checks(rank)
+
+
+def raises(name: str, exc: type, fragment: str, fn) -> None:
+    """fn() raises exactly ``exc`` (not a subclass-sibling) with ``fragment`` in its message."""
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001  (the type is the check)
+        C.check(name, type(e) is exc and fragment in str(e), f"{type(e).__name__}: {e}")
+        return
+    C.check(name, False, "nothing raised")
+
+
+# ---- error types (torch: the backend's RuntimeError for sizes/ops/roots, ValueError for dtypes and p2p) -----------
+for dev in available_devices():
+    t = f"[{dev}]"
+    raises(f"{t} all_reduce AVG int64: RuntimeError", RuntimeError, "can't be cast",
+           lambda: dist.all_reduce(coretorch.ones(2, dtype=coretorch.int64, device=dev), op=dist.ReduceOp.AVG))
+    raises(f"{t} all_reduce BAND float32: RuntimeError", RuntimeError, "Cannot use ReduceOp.BAND with non-integral",
+           lambda: dist.all_reduce(coretorch.ones(2, device=dev), op=dist.ReduceOp.BAND))
+    raises(f"{t} all_gather wrong size: RuntimeError", RuntimeError, "invalid tensor size at index 1",
+           lambda: dist.all_gather([coretorch.zeros(2, device=dev), coretorch.zeros(3, device=dev)],
+                                   coretorch.ones(2, device=dev)))
+    raises(f"{t} all_gather short list: RuntimeError", RuntimeError, "expected length 2, got 1",
+           lambda: dist.all_gather([coretorch.zeros(2, device=dev)], coretorch.ones(2, device=dev)))
+    raises(f"{t} all_gather wrong dtype: ValueError", ValueError, "different dtypes",
+           lambda: dist.all_gather([coretorch.zeros(2, dtype=coretorch.int64, device=dev),
+                                    coretorch.zeros(2, device=dev)], coretorch.ones(2, device=dev)))
+    raises(f"{t} all_gather_into_tensor wrong size: RuntimeError", RuntimeError, "invalid tensor size",
+           lambda: dist.all_gather_into_tensor(coretorch.zeros(5, device=dev), coretorch.ones(2, device=dev)))
+    raises(f"{t} reduce_scatter_tensor wrong size: RuntimeError", RuntimeError, "invalid tensor size",
+           lambda: dist.reduce_scatter_tensor(coretorch.zeros(2, device=dev), coretorch.ones(5, device=dev)))
+    raises(f"{t} broadcast src=5: RuntimeError invalid root rank", RuntimeError, "invalid root rank: 5",
+           lambda: dist.broadcast(coretorch.ones(2, device=dev), src=5))
+    raises(f"{t} reduce group_dst=2: RuntimeError invalid root rank", RuntimeError, "invalid root rank: 2",
+           lambda: dist.reduce(coretorch.ones(2, device=dev), group_dst=2))
+    raises(f"{t} send to self: ValueError", ValueError, "destination rank should not be the same",
+           lambda: dist.send(coretorch.ones(2, device=dev), dst=rank))
+    raises(f"{t} isend to self: ValueError", ValueError, "destination rank should not be the same",
+           lambda: dist.isend(coretorch.ones(2, device=dev), dst=rank))
+    raises(f"{t} recv from self: ValueError", ValueError, "source rank should not be the same",
+           lambda: dist.recv(coretorch.ones(2, device=dev), src=rank))
+    # the root without its list, the other rank with one: both ValueError, no communication
+    lst = [coretorch.zeros(2, device=dev) for _ in range(world)] if rank == 1 else None
+    raises(f"{t} gather list on the wrong rank: ValueError", ValueError,
+           "must be specified on destination rank" if rank == 0 else "must NOT be specified on non-destination",
+           lambda: dist.gather(coretorch.ones(2, device=dev), lst, dst=0))
+    raises(f"{t} scatter list on the wrong rank: ValueError", ValueError,
+           "must be specified on source rank" if rank == 0 else "must NOT be specified on non-source",
+           lambda: dist.scatter(coretorch.ones(2, device=dev), lst, src=0))
+    raises(f"{t} all_to_all_single dim 0 not divisible: RuntimeError", RuntimeError, "does not divide equally",
+           lambda: dist.all_to_all_single(coretorch.zeros(3, device=dev), coretorch.ones(3, device=dev)))
+    raises(f"{t} all_to_all_single bad split sizes: RuntimeError", RuntimeError, "Split sizes doesn't match",
+           lambda: dist.all_to_all_single(coretorch.zeros(4, device=dev), coretorch.ones(4, device=dev),
+                                          [2, 2], [1, 1]))
+
+sub = dist.new_group([1])
+if rank == 1:
+    raises("broadcast on a sub-group with a global src outside it: ValueError", ValueError, "not part of group",
+           lambda: dist.broadcast(coretorch.ones(2), src=0, group=sub))
+else:
+    C.check("broadcast on a sub-group with a global src outside it: ValueError", True)
+
+
+# ---- Work.get_future -------------------------------------------------------------------------------------------
+def check_future():
+    for dev in available_devices():
+        x = coretorch.tensor([1.0, 2.0], device=dev) * (rank + 1)
+        w = dist.all_reduce(x, async_op=True)
+        fut = w.get_future()
+        chained = fut.then(lambda f: f.value()[0] * 10)
+        vals = fut.wait()
+        C.check(f"[{dev}] Work.get_future().wait() is [the reduced tensor]", len(vals) == 1 and vals[0] is x, vals)
+        C.close(f"[{dev}] Work.get_future() value", x.cpu().numpy(), np.array([3.0, 6.0], np.float32))
+        C.check(f"[{dev}] Work.get_future() done, work completed", fut.done() and w.is_completed())
+        C.close(f"[{dev}] Work.get_future().then(fn)", chained.wait().cpu().numpy(), np.array([30.0, 60.0], np.float32))
+C.run("Work.get_future (raised)", check_future)
+
+
+# ---- all_to_all_single / all_to_all (values PyTorch 2.13 gave on the same inputs) ------------------------------
+def check_all_to_all():
+    for dev in available_devices():
+        for dt in (coretorch.int64, coretorch.float32):
+            npdt = np.int64 if dt is coretorch.int64 else np.float32
+            inp = coretorch.arange(4, device=dev).to(dt) + rank * 10
+            out = coretorch.empty(4, dtype=dt, device=dev)
+            dist.all_to_all_single(out, inp)
+            C.close(f"[{dev}] all_to_all_single equal splits {dt}", out.cpu().numpy(),
+                    np.array([0, 1, 10, 11] if rank == 0 else [2, 3, 12, 13], npdt))
+            inp = coretorch.arange(3, device=dev).to(dt) + rank * 10
+            splits = [1, 2] if rank == 0 else [2, 1]
+            out = coretorch.empty(3, dtype=dt, device=dev)
+            w = dist.all_to_all_single(out, inp, splits, splits, async_op=True)
+            w.wait()
+            C.close(f"[{dev}] all_to_all_single split sizes async {dt}", out.cpu().numpy(),
+                    np.array([0, 10, 11] if rank == 0 else [1, 2, 12], npdt))
+        # rows of a 2-d tensor, into a strided (transposed-back) output: the output's own storage is written
+        inp = coretorch.arange(8.0, device=dev).reshape(4, 2) + rank * 100
+        base = coretorch.zeros(2, 4, device=dev)
+        out = base.t()
+        dist.all_to_all_single(out, inp)
+        exp = np.concatenate([np.arange(8.0).reshape(4, 2)[2 * rank:2 * rank + 2],
+                              np.arange(8.0).reshape(4, 2)[2 * rank:2 * rank + 2] + 100]).astype(np.float32)
+        C.close(f"[{dev}] all_to_all_single 2-d rows into a strided output", base.t().cpu().numpy(), exp)
+        ins = [coretorch.full((i + 1,), float(rank * 10 + i), device=dev) for i in range(world)]
+        outs = [coretorch.empty(rank + 1, device=dev) for _ in range(world)]
+        dist.all_to_all(outs, ins)
+        for i in range(world):
+            C.close(f"[{dev}] all_to_all uneven pieces [{i}]", outs[i].cpu().numpy(),
+                    np.full(rank + 1, i * 10 + rank, np.float32))
+C.run("all_to_all (raised)", check_all_to_all)
+
+
+# ---- object collectives (PyTorch 2.13's results on the same calls) -------------------------------------------
+def check_objects():
+    out = [None] * 2
+    dist.gather_object({"r": rank}, out if rank == 0 else None, dst=0)
+    C.check("gather_object", out == ([{"r": 0}, {"r": 1}] if rank == 0 else [None, None]), out)
+    out = ["keep"]
+    dist.scatter_object_list(out, [10, 20] if rank == 1 else None, src=1)
+    C.check("scatter_object_list", out == [10 + 10 * rank], out)
+    raises("scatter_object_list empty output list: ValueError", ValueError, "list of size at least 1",
+           lambda: dist.scatter_object_list([], None))
+    out = ["a", "b", "tail"]
+    dist.all_gather_object(out, rank * 7)
+    C.check("all_gather_object fills the first world-size slots, keeps the rest", out == [0, 7, "tail"], out)
+C.run("object collectives (raised)", check_objects)
+
+
+# ---- DDP state synchronisation (what PyTorch 2.13 did, run side by side) ----------------------------------------
+ONE = np.array([1.0], np.float32)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(2, 2)
+        self.frozen = nn.Linear(2, 2)
+        self.frozen.requires_grad_(False)
+        self.register_buffer("cnt", coretorch.zeros(1) + rank * 100)
+        with coretorch.no_grad():
+            for p in self.parameters():
+                p.fill_(rank + 1)
+
+    def forward(self, x):
+        self.cnt = self.cnt + 1    # a reassigned buffer
+        return self.a(x) + self.frozen(x)
+
+
+def check_ddp(dev):
+    t = f"[{dev}]"
+    m = Net().to(dev)
+    d = nn.parallel.DistributedDataParallel(m)
+    C.check(f"{t} DDP construction broadcasts frozen parameters from rank 0",
+            np.all(m.frozen.weight.detach().cpu().numpy() == 1) and np.all(m.frozen.bias.detach().cpu().numpy() == 1),
+            m.frozen.weight.tolist())
+    C.close(f"{t} DDP construction broadcasts buffers", m.cnt.cpu().numpy(), np.zeros(1, np.float32))
+    x = coretorch.ones(1, 2, device=dev)
+
+    def forward_after(fill):
+        with coretorch.no_grad():
+            m.cnt.fill_(fill)
+        d(x)
+        return m.cnt.cpu().numpy()
+    d(x).sum().backward()
+    # rank 1's (reassigned) buffer is overwritten by rank 0's before the next forward
+    C.close(f"{t} DDP broadcasts the buffer the module holds now (reassigned)", forward_after(rank * 100 + 50),
+            np.array([51.0], np.float32))
+    with d.no_sync():   # the first forward under no_sync still broadcasts (the previous forward synchronised)
+        C.close(f"{t} DDP buffers: first forward in no_sync broadcasts", forward_after(rank * 100),
+                ONE)
+        C.close(f"{t} DDP buffers: second forward in no_sync does not", forward_after(rank * 100),
+                np.array([rank * 100 + 1.0], np.float32))
+    C.close(f"{t} DDP buffers: forward after no_sync does not broadcast", forward_after(rank * 100),
+            np.array([rank * 100 + 1.0], np.float32))
+    with coretorch.no_grad():
+        C.close(f"{t} DDP buffers: first no_grad forward broadcasts", forward_after(rank * 100),
+                ONE)
+        C.close(f"{t} DDP buffers: second no_grad forward does not", forward_after(rank * 100),
+                np.array([rank * 100 + 1.0], np.float32))
+    C.close(f"{t} DDP buffers: forward after no_grad does not broadcast", forward_after(rank * 100),
+            np.array([rank * 100 + 1.0], np.float32))
+    C.close(f"{t} DDP buffers: the next forward broadcasts again", forward_after(rank * 100),
+            ONE)
+
+    m2 = Net().to(dev)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        d2 = nn.parallel.DistributedDataParallel(m2, broadcast_buffers=False)
+    C.check(f"{t} DDP broadcast_buffers=: FutureWarning (deprecated in 2.13)",
+            any(issubclass(w.category, FutureWarning) and "broadcast_buffers" in str(w.message) for w in rec),
+            [str(w.message) for w in rec])
+    C.close(f"{t} DDP broadcast_buffers=False keeps buffers rank-local at construction", m2.cnt.cpu().numpy(),
+            np.array([rank * 100.0], np.float32))
+    C.check(f"{t} DDP broadcast_buffers=False: forward_sync_buffers False",
+            d2.broadcast_buffers is False and d2.forward_sync_buffers is False)
+    m3 = Net().to(dev)
+    d3 = nn.parallel.DistributedDataParallel(m3, forward_sync_buffers=False)
+    C.close(f"{t} DDP forward_sync_buffers=False still broadcasts buffers at construction", m3.cnt.cpu().numpy(),
+            np.zeros(1, np.float32))
+    with coretorch.no_grad():
+        m3.cnt.fill_(rank * 100)
+    d3(x)
+    C.close(f"{t} DDP forward_sync_buffers=False: no broadcast before forward", m3.cnt.cpu().numpy(),
+            np.array([rank * 100 + 1.0], np.float32))
+
+
+for dev in available_devices():
+    C.run(f"[{dev}] DDP state sync (raised)", lambda dev=dev: check_ddp(dev))
+
+dist.destroy_process_group()
+C.dump()
