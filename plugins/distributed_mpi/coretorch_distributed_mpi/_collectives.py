@@ -621,3 +621,36 @@ def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: in
              ("any rank" if gpeer is None else f"rank {gpeer}"), None, gpeer, statuses=[status])
     _write(tensor, h)
     return pg.ranks[status.Get_source()]
+
+
+class P2POp:
+    """One point-to-point operation for ``batch_isend_irecv``: ``op`` is ``isend`` or ``irecv``, ``peer`` a global
+    rank (or ``group_peer`` within ``group``)."""
+
+    def __init__(self, op, tensor, peer: int | None = None, group=None, tag: int = 0, group_peer: int | None = None):
+        if op is not isend and op is not irecv:
+            raise ValueError("Invalid ``op``. Expected ``op`` to be of type ``torch.distributed.isend`` or "
+                             "``torch.distributed.irecv``.")
+        _check(tensor)
+        self.op = op
+        self.tensor = tensor
+        self.group = group
+        self.tag = tag
+        pg = _group(group)
+        if pg is not None and group_peer is None and peer is not None:
+            group_peer = _to_group_rank(pg, peer, None, "peer")
+        self.group_peer = group_peer
+        self.peer = pg.ranks[group_peer] if pg is not None and group_peer is not None else peer
+
+
+def batch_isend_irecv(p2p_op_list: list) -> list:
+    """Start every ``P2POp`` of the list (all on one group) and return their ``Work`` handles, in order."""
+    if not isinstance(p2p_op_list, list) or not all(isinstance(p, P2POp) for p in p2p_op_list):
+        raise ValueError("Invalid ``p2p_op_list``. Each op is expected to to be of type ``torch.distributed.P2POp``.")
+    if any(p.group is not p2p_op_list[0].group for p in p2p_op_list):
+        raise ValueError("All ops need to use the same group.")
+    works = []
+    for p in p2p_op_list:
+        kw = {"group_dst" if p.op is isend else "group_src": p.group_peer}
+        works.append(p.op(p.tensor, group=p.group, tag=p.tag, **kw))
+    return works

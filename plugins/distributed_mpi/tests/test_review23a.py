@@ -61,6 +61,16 @@ def test_all_to_all(review_results, device):
 
 
 @pytest.mark.xdist_group("mpi-review23a")
+@pytest.mark.parametrize("device", DEVICES)
+def test_batch_isend_irecv(review_results, device):
+    """torch has ``P2POp`` and ``batch_isend_irecv`` (its docs' exchange between two ranks; ValueError for an op
+    other than isend/irecv or a list of something else); coretorch had neither (AttributeError)."""
+    assert_checks(review_results, contains=f"[{device}] batch_isend_irecv")
+    assert_checks(review_results, contains="P2POp with another op")
+    assert_checks(review_results, contains="batch_isend_irecv of a non-P2POp")
+
+
+@pytest.mark.xdist_group("mpi-review23a")
 def test_object_collectives(review_results):
     """torch has ``gather_object`` and ``scatter_object_list`` (ValueError for an empty output list), and its
     ``all_gather_object`` fills ``object_list[i]`` for the group's ranks, leaving extra slots; coretorch lacked

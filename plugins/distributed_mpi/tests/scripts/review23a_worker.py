@@ -146,6 +146,23 @@ def check_objects():
 C.run("object collectives (raised)", check_objects)
 
 
+# ---- P2POp / batch_isend_irecv (torch's example: each rank sends to the other and receives from it) ------------
+def check_batch_p2p():
+    for dev in available_devices():
+        send = coretorch.arange(2, device=dev) + 2 * rank
+        recv = coretorch.zeros(2, dtype=coretorch.int64, device=dev)
+        ops = [dist.P2POp(dist.isend, send, other), dist.P2POp(dist.irecv, recv, other)]
+        works = dist.batch_isend_irecv(ops)
+        for w in works:
+            w.wait()
+        C.close(f"[{dev}] batch_isend_irecv", recv.cpu().numpy(), np.arange(2) + 2 * other)
+    raises("P2POp with another op: ValueError", ValueError, "Invalid ``op``",
+           lambda: dist.P2POp(dist.all_reduce, coretorch.ones(1), other))
+    raises("batch_isend_irecv of a non-P2POp: ValueError", ValueError, "Invalid ``p2p_op_list``",
+           lambda: dist.batch_isend_irecv([1]))
+C.run("batch_isend_irecv (raised)", check_batch_p2p)
+
+
 # ---- DDP state synchronisation (what PyTorch 2.13 did, run side by side) ----------------------------------------
 ONE = np.array([1.0], np.float32)
 
