@@ -18,7 +18,7 @@ that has left the job (``sys.exit()``, end of script) without joining the collec
 from __future__ import annotations
 
 from . import algorithms, watchdog  # noqa: F401  (public: dist.algorithms; watchdog as before)
-from .ddp import DistributedDataParallel
+from .ddp import DistributedDataParallel, GradBucket
 from .launch import launch
 from .sampler import DistributedSampler
 
@@ -29,8 +29,8 @@ __all__ = ["Backend", "ReduceOp", "ProcessGroup", "GroupMember", "group", "Work"
            "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
            "reduce_scatter_tensor", "reduce", "gather", "scatter", "barrier", "send", "recv", "isend", "irecv",
            "all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list", "all_to_all",
-           "all_to_all_single", "P2POp", "batch_isend_irecv", "DistributedDataParallel", "DistributedSampler",
-           "launch", "algorithms", "default_pg_timeout"]
+           "all_to_all_single", "P2POp", "batch_isend_irecv", "GradBucket", "DistributedDataParallel",
+           "DistributedSampler", "launch", "algorithms", "default_pg_timeout"]
 
 # the implementation, by job (each name is public here, where coretorch.distributed and the scripts find it)
 from ._groups import default_pg_timeout, _MPI, _mpi, Backend, ReduceOp, ProcessGroup, _NonGroupMember  # noqa: F401

@@ -47,7 +47,7 @@ _DEFAULT_BUCKET_MB = 25
 
 
 class _Bucket:
-    __slots__ = ("index", "params", "offsets", "flat", "pending", "req", "seq", "outs")
+    __slots__ = ("index", "params", "offsets", "flat", "pending", "req", "seq", "outs", "fut")
 
     def __init__(self, index: int, params: list, offsets: list, total: int, np_dtype):
         self.index = index
@@ -57,6 +57,7 @@ class _Bucket:
         self.flat = np.zeros(total, np.float32 if np_dtype == np.float16 else np_dtype)
         self.pending = 0
         self.req = None
+        self.fut = None               # a comm hook's Future (register_comm_hook) instead of req
         self.seq = 0                  # the all-reduce's number on the process group (for the watchdog)
         self.outs: dict = {}
 
@@ -143,6 +144,7 @@ class DistributedDataParallel(Module, Joinable):
         self._divide_by_initial_world_size = True
         self._divisor = pg.size()     # what the summed gradients are divided by (join: maybe fewer ranks)
         ref = weakref.ref(self)
+        self._comm_hook = None        # (state, hook) of register_comm_hook
         self._ddp_handles = [p.register_hook(_hook(ref, i)) for i, p in enumerate(self._ddp_params)]
 
     # ---- construction ---------------------------------------------------------------------------------
@@ -259,6 +261,19 @@ class DistributedDataParallel(Module, Joinable):
         finally:
             self.require_backward_grad_sync = old
 
+    def register_comm_hook(self, state: object, hook) -> None:
+        """Communicate each gradient bucket with ``hook(state, bucket)`` (a ``GradBucket``) instead of the
+        all-reduce and division by the world size: the hook returns a Future whose value is the bucket's new
+        contents (``algorithms.ddp_comm_hooks.default_hooks.allreduce_hook`` is the default behaviour).
+        As torch, it can be registered once, before training."""
+        if self._comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
+        if not callable(hook):
+            raise TypeError(f"register_comm_hook: hook must be callable, got {type(hook).__name__}")
+        if self._join_config.enable:
+            raise RuntimeError("DistributedDataParallel: comm hooks are not supported inside join() in coretorch")
+        self._comm_hook = (state, hook)
+
     # ---- uneven inputs ----------------------------------------------------------------------------------
     def join(self, divide_by_initial_world_size: bool = True, enable: bool = True,
              throw_on_early_termination: bool = False) -> Join:
@@ -348,8 +363,12 @@ class DistributedDataParallel(Module, Joinable):
         comm = self.process_group.comm
         while self._next < len(buckets) and buckets[self._next].pending == 0:
             nb = buckets[self._next]
-            nb.seq = self.process_group._seq()
-            nb.req = comm.Iallreduce(MPI.IN_PLACE, nb.flat, op=MPI.SUM)
+            if self._comm_hook is not None:   # the hook communicates (and averages) the bucket itself
+                state, hook = self._comm_hook
+                nb.fut = hook(state, GradBucket(self, nb))
+            else:
+                nb.seq = self.process_group._seq()
+                nb.req = comm.Iallreduce(MPI.IN_PLACE, nb.flat, op=MPI.SUM)
             if self._remaining > 0:
                 self._ddp_stats["launched_during_backward"] += 1
             self._next += 1
@@ -360,14 +379,17 @@ class DistributedDataParallel(Module, Joinable):
         from .api import _allreduce_np, _write
         pg = self.process_group
         for b in self._buckets:
-            pg._wait([b.req], f"DistributedDataParallel gradient all_reduce (bucket {b.index})", b.seq)
+            if b.fut is not None:   # a comm hook's result replaces the bucket, already reduced and divided
+                np.copyto(b.flat, b.fut.wait().numpy(force=True).reshape(-1))
+            else:
+                pg._wait([b.req], f"DistributedDataParallel gradient all_reduce (bucket {b.index})", b.seq)
         used = self._used
         if self.find_unused_parameters:
             used = used.copy()
             _allreduce_np(pg, used, "MAX", "DistributedDataParallel all_reduce of the used-parameter mask")
         n = self._divisor if self._join_config.enable else pg.size()
         for b in self._buckets:
-            if n != 1:
+            if n != 1 and b.fut is None:
                 b.flat /= n
             for i, off in zip(b.params, b.offsets):
                 p = self._ddp_params[i]
@@ -387,9 +409,43 @@ class DistributedDataParallel(Module, Joinable):
                     out = p.grad
                 _write(out, vals)
             b.outs = {}
-            b.req = None
+            b.req = b.fut = None
         self._expect = False
         self._ddp_stats["reductions"] += 1
+
+
+class GradBucket:
+    """What a comm hook gets (``torch.distributed.GradBucket``): one bucket of flattened gradients."""
+
+    def __init__(self, ddp: DistributedDataParallel, bucket: _Bucket) -> None:
+        self._ddp = ddp
+        self._b = bucket
+        self._buf = coretorch.from_numpy(bucket.flat)   # shares the bucket's memory: in-place ops reach it
+
+    def index(self) -> int:
+        """The bucket's index (0: the first to be ready, holding the last parameters)."""
+        return self._b.index
+
+    def buffer(self) -> Tensor:
+        """The flattened gradients of the bucket's parameters (this rank's, not yet communicated)."""
+        return self._buf
+
+    def is_last(self) -> bool:
+        """Whether this is the last bucket of the iteration."""
+        return self._b.index == len(self._ddp._buckets) - 1
+
+    def set_buffer(self, tensor: Tensor) -> None:
+        """Replace the bucket's contents with ``tensor`` (same number of elements)."""
+        np.copyto(self._b.flat, tensor.numpy(force=True).reshape(-1))
+
+    def parameters(self) -> list:
+        """The bucket's parameters, in bucket order."""
+        return [self._ddp._ddp_params[i] for i in self._b.params]
+
+    def gradients(self) -> list:
+        """Views of ``buffer()`` shaped as each parameter."""
+        return [self._buf[off:off + p.numel()].view(tuple(p.shape))
+                for off, p in zip(self._b.offsets, self.parameters())]
 
 
 class _DDPJoinHook(JoinHook):

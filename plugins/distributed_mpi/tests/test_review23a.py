@@ -105,6 +105,17 @@ def test_ddp_buffer_synchronisation(review_results, device):
 
 
 @pytest.mark.xdist_group("mpi-review23a")
+@pytest.mark.parametrize("device", DEVICES)
+def test_ddp_comm_hooks(review_results, device):
+    """torch's ``DistributedDataParallel.register_comm_hook(state, hook)``: each bucket goes through
+    ``hook(state, GradBucket)``, whose Future's value becomes the bucket (no further division);
+    ``default_hooks.allreduce_hook`` gives DDP's own averages, ``fp16_compress_hook`` nearly so; a second
+    registration is a RuntimeError.  coretorch had no ``register_comm_hook`` (AttributeError) and no
+    ``ddp_comm_hooks`` module."""
+    assert_checks(review_results, contains=f"[{device}] comm hook", at_least=5)
+
+
+@pytest.mark.xdist_group("mpi-review23a")
 def test_every_check_passed(review_results):
     """Every check of the run passed on both ranks, a part of the worker that raised (``... (raised)``) included."""
     assert_checks(review_results, at_least=80)

@@ -244,5 +244,45 @@ def check_ddp(dev):
 for dev in available_devices():
     C.run(f"[{dev}] DDP state sync (raised)", lambda dev=dev: check_ddp(dev))
 
+
+# ---- DDP comm hooks: gradients against DDP without a hook (the average of the two ranks' gradients) ------------
+def check_comm_hooks(dev):
+    from coretorch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    t = f"[{dev}]"
+    x = coretorch.tensor(np.arange(12.0).reshape(4, 3) * (rank + 1), dtype=coretorch.float32, device=dev)
+
+    def grads(hook=None, state=None):
+        coretorch.manual_seed(0)
+        net = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2)).to(dev)
+        d = nn.parallel.DistributedDataParallel(net, bucket_cap_mb=0.00001)   # one bucket per parameter
+        if hook is not None:
+            d.register_comm_hook(state, hook)
+        d(x).pow(2).sum().backward()
+        return d, [p.grad.cpu().numpy() for p in net.parameters()]
+    _, ref = grads()
+    _, got = grads(default_hooks.allreduce_hook)
+    C.check(f"{t} comm hook allreduce_hook = no hook", all(np.allclose(a, b, rtol=1e-6, atol=1e-6)
+                                                           for a, b in zip(got, ref)), (got[0], ref[0]))
+    _, got = grads(default_hooks.fp16_compress_hook)
+    C.check(f"{t} comm hook fp16_compress_hook ~ no hook", all(np.allclose(a, b, rtol=2e-3, atol=2e-2)
+                                                               for a, b in zip(got, ref)), (got[0], ref[0]))
+    seen = []
+
+    def sum_hook(state, bucket):   # no division: the gradients are the sums, used as the hook returns them
+        seen.append((bucket.index(), len(bucket.parameters()), bucket.is_last(), state))
+        return dist.all_reduce(bucket.buffer(), async_op=True).get_future().then(lambda f: f.value()[0])
+    d, got = grads(sum_hook, "st")
+    C.check(f"{t} comm hook result used as returned (sum, not divided)",
+            all(np.allclose(a, 2 * b, rtol=1e-6, atol=1e-6) for a, b in zip(got, ref)), (got[0], ref[0]))
+    C.check(f"{t} comm hook sees every bucket once, with its state", sum(s[1] for s in seen) == len(got) and
+            sorted(s[0] for s in seen) == list(range(len(seen))) and all(s[3] == "st" for s in seen)
+            and [s[0] for s in seen if s[2]] == [len(seen) - 1], seen)
+    raises(f"{t} comm hook registered twice: RuntimeError", RuntimeError, "can only be called once",
+           lambda: d.register_comm_hook(None, sum_hook))
+
+
+for dev in available_devices():
+    C.run(f"[{dev}] comm hooks (raised)", lambda dev=dev: check_comm_hooks(dev))
+
 dist.destroy_process_group()
 C.dump()
