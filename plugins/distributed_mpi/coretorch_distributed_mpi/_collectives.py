@@ -339,7 +339,7 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
             _write(t, recv[i])
     seq = pg._seq()
     return _complete(pg, "all_gather", seq, async_op, [pg.comm.Iallgather(_bytes(send), _bytes(recv))], finish,
-                     keep=(send, recv))
+                     keep=(send, recv), result=list(tensor_list))
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
@@ -367,7 +367,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
             increment_version(output_tensor)
     seq = pg._seq()
     return _complete(pg, "all_gather_into_tensor", seq, async_op, [pg.comm.Iallgather(_bytes(send), _bytes(recv))],
-                     finish, keep=(send, recv))
+                     finish, keep=(send, recv), result=[output_tensor])
 
 
 def _reduce_scatter_host(pg, output, send: np.ndarray, op, async_op: bool):
@@ -383,7 +383,7 @@ def _reduce_scatter_host(pg, output, send: np.ndarray, op, async_op: bool):
         _write(output, recv.view(np.bool_) if send.dtype == np.bool_ else recv.astype(send.dtype, copy=False))
     seq = pg._seq()
     return _complete(pg, "reduce_scatter", seq, async_op, [pg.comm.Ireduce_scatter_block(w, recv, op=mop)], finish,
-                     keep=(w, recv, send))
+                     keep=(w, recv, send), result=[output])
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bool = False):
@@ -458,7 +458,7 @@ def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op
     sendbuf, recvbuf = (MPI.IN_PLACE, w) if mine else (w, None)
     seq = pg._seq()
     return _complete(pg, "reduce", seq, async_op, [pg.comm.Ireduce(sendbuf, recvbuf, op=mop, root=root)], finish,
-                     keep=(w, h))
+                     keep=(w, h), result=[tensor])
 
 
 def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_op: bool = False,
@@ -534,7 +534,7 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async
     sb = _bytes(send) if send is not None else None  # (send: made on the root only)
     seq = pg._seq()
     return _complete(pg, "scatter", seq, async_op, [pg.comm.Iscatter(sb, _bytes(recv), root=root)], finish,
-                     keep=(send, recv))
+                     keep=(send, recv), result=[tensor])
 
 
 def barrier(group=None, async_op: bool = False, device_ids=None):

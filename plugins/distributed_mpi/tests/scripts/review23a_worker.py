@@ -93,6 +93,13 @@ def check_future():
         C.close(f"[{dev}] Work.get_future() value", x.cpu().numpy(), np.array([3.0, 6.0], np.float32))
         C.check(f"[{dev}] Work.get_future() done, work completed", fut.done() and w.is_completed())
         C.close(f"[{dev}] Work.get_future().then(fn)", chained.wait().cpu().numpy(), np.array([30.0, 60.0], np.float32))
+        outs = [coretorch.zeros(2, device=dev) for _ in range(world)]
+        got = dist.all_gather(outs, x, async_op=True).get_future().wait()
+        C.check(f"[{dev}] Work.get_future of all_gather: the output list", len(got) == 2 and
+                all(a is b for a, b in zip(got, outs)), got)
+        y = coretorch.ones(2, device=dev)
+        got = dist.reduce(y, dst=0, async_op=True).get_future().wait()
+        C.check(f"[{dev}] Work.get_future of reduce: [tensor]", len(got) == 1 and got[0] is y, got)
 C.run("Work.get_future (raised)", check_future)
 
 
