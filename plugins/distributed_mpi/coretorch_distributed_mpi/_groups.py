@@ -100,11 +100,18 @@ class _NonGroupMember:
         return "GroupMember.NON_GROUP_MEMBER"
 
 
-class GroupMember:
-    """Group constants: ``WORLD`` (the default group; None means the same) and ``NON_GROUP_MEMBER``
-    (what ``new_group`` returns on a rank outside the new group).
+class _WorldMeta(type):
+    @property
+    def WORLD(cls) -> ProcessGroup | None:   # noqa: N802  (torch's name)
+        """The default group once ``init_process_group`` has run (None before, as in torch, where None also
+        means the default group): ``dist.group.WORLD.size()`` works."""
+        return _state["pg"]
+
+
+class GroupMember(metaclass=_WorldMeta):
+    """Group constants: ``WORLD`` (the default group, None before ``init_process_group``) and
+    ``NON_GROUP_MEMBER`` (what ``new_group`` returns on a rank outside the new group).
     """
-    WORLD = None                          # "the default group", as in torch (None means the same)
     NON_GROUP_MEMBER = _NonGroupMember()  # what new_group returns on ranks outside the group
 
 
@@ -234,7 +241,7 @@ def _group(group) -> ProcessGroup | None:
 def destroy_process_group(group=None) -> None:
     """Leave ``group`` (default: every group; init_process_group may then be called again).  MPI itself stays
     initialised until the process exits."""
-    if group is None:
+    if group is None or group is _state["pg"]:   # (group.WORLD is the default group: destroys every group)
         if _state["pg"] is None:
             raise ValueError("Default process group has not been initialized, please make sure to call "
                              "init_process_group.")

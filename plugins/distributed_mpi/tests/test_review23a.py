@@ -117,6 +117,17 @@ def test_ddp_comm_hooks(review_results, device):
 
 
 @pytest.mark.xdist_group("mpi-review23a")
+def test_group_world_is_the_default_group(review_results):
+    """torch's ``dist.group.WORLD`` is the default ProcessGroup after ``init_process_group`` (so
+    ``dist.group.WORLD.size()`` works, as torch's own comm hooks use it) and None after
+    ``destroy_process_group``, and destroying ``group.WORLD`` destroys the default group.  coretorch's was
+    always None (``.size()``: AttributeError), and ``destroy_process_group(group.WORLD)`` did nothing."""
+    for name in ("group.WORLD is the default group", "all_reduce on group.WORLD",
+                 "destroy_process_group(group.WORLD)"):
+        assert_checks(review_results, contains=name)
+
+
+@pytest.mark.xdist_group("mpi-review23a")
 def test_every_check_passed(review_results):
     """Every check of the run passed on both ranks, a part of the worker that raised (``... (raised)``) included."""
     assert_checks(review_results, at_least=80)

@@ -291,5 +291,19 @@ def check_comm_hooks(dev):
 for dev in available_devices():
     C.run(f"[{dev}] comm hooks (raised)", lambda dev=dev: check_comm_hooks(dev))
 
-dist.destroy_process_group()
+
+
+# ---- dist.group.WORLD: the default ProcessGroup after init (torch: dist.group.WORLD.size()), None after destroy --
+def check_world():
+    W = dist.group.WORLD
+    C.check("group.WORLD is the default group", W is not None and W.size() == world and W.rank() == rank
+            and dist.get_world_size(W) == world, W)
+    x = coretorch.ones(2) * (rank + 1)
+    dist.all_reduce(x, group=W)
+    C.close("all_reduce on group.WORLD", x.numpy(), np.full(2, 3.0, np.float32))
+C.run("group.WORLD (raised)", check_world)
+W = dist.group.WORLD
+dist.destroy_process_group(W)   # torch: destroying group.WORLD destroys the default group
+C.check("destroy_process_group(group.WORLD) destroys the default group; group.WORLD is then None",
+        not dist.is_initialized() and dist.group.WORLD is None)
 C.dump()
