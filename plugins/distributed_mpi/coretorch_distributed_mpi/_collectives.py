@@ -2,6 +2,9 @@
 handles and the host staging of tensors.  Public through :mod:`coretorch_distributed_mpi.api`."""
 from __future__ import annotations
 
+import datetime
+import warnings
+
 import numpy as np
 
 from coretorch.plugins import get_kernel, increment_version, to_array
@@ -554,6 +557,23 @@ def barrier(group=None, async_op: bool = False, device_ids=None):
         return None
     seq = pg._seq()
     return _complete(pg, "barrier", seq, async_op, [pg.comm.Ibarrier()])
+
+
+def monitored_barrier(group=None, timeout=None, wait_all_ranks: bool = False) -> None:
+    """A barrier that waits at most ``timeout`` (a timedelta, or seconds as a float with a warning, as torch;
+    default: the group's).  torch's gloo form raises naming the ranks that did not arrive; here the watchdog
+    aborts the job with a message naming the barrier (MPI cannot cancel it).  ``wait_all_ranks`` is accepted."""
+    pg = _group(group)
+    if pg is None:
+        _warn_not_in_group("monitored_barrier")
+        return None
+    if isinstance(timeout, float):
+        warnings.warn("Please specify timeout arg as a timedelta. Converting current value of "
+                      f"{timeout} assuming it represents seconds", stacklevel=2)
+        timeout = datetime.timedelta(seconds=timeout)
+    limit = None if timeout is None else _timeout(timeout, "monitored_barrier")
+    Work([pg.comm.Ibarrier()], pg=pg, what="monitored_barrier", seq=pg._seq()).wait(limit)
+    return None
 
 
 def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None) -> Work | None:

@@ -29,7 +29,8 @@ __all__ = ["Backend", "ReduceOp", "ProcessGroup", "GroupMember", "group", "Work"
            "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
            "reduce_scatter_tensor", "reduce", "gather", "scatter", "barrier", "send", "recv", "isend", "irecv",
            "all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list", "all_to_all",
-           "all_to_all_single", "P2POp", "batch_isend_irecv", "GradBucket", "DistributedDataParallel",
+           "all_to_all_single", "P2POp", "batch_isend_irecv", "GradBucket",
+           "monitored_barrier", "DistributedDataParallel",
            "DistributedSampler", "launch", "algorithms", "default_pg_timeout"]
 
 # the implementation, by job (each name is public here, where coretorch.distributed and the scripts find it)
@@ -46,7 +47,7 @@ from ._collectives import reduce_scatter, reduce_scatter_tensor, reduce, gather,
 from ._collectives import send, irecv, recv  # noqa: F401
 from ._object_collectives import _allreduce_np, _allgather_bytes, _allgather_obj, all_gather_object  # noqa: F401
 from ._object_collectives import broadcast_object_list, gather_object, scatter_object_list  # noqa: F401
-from ._collectives import Future, P2POp, batch_isend_irecv  # noqa: F401
+from ._collectives import Future, P2POp, batch_isend_irecv, monitored_barrier  # noqa: F401
 from ._all_to_all import all_to_all, all_to_all_single  # noqa: F401
 
 _PARTS = tuple(f"{__package__}.{m}" for m in ("_groups", "_collectives", "_object_collectives", "_all_to_all"))

@@ -128,6 +128,13 @@ def test_group_world_is_the_default_group(review_results):
 
 
 @pytest.mark.xdist_group("mpi-review23a")
+def test_monitored_barrier(review_results):
+    """torch (gloo) has ``monitored_barrier(group, timeout, wait_all_ranks)``, a float timeout converted with a
+    warning; coretorch had none (AttributeError)."""
+    assert_checks(review_results, contains="monitored_barrier")
+
+
+@pytest.mark.xdist_group("mpi-review23a")
 def test_every_check_passed(review_results):
     """Every check of the run passed on both ranks, a part of the worker that raised (``... (raised)``) included."""
     assert_checks(review_results, at_least=80)

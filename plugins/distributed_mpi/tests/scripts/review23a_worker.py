@@ -302,6 +302,18 @@ def check_world():
     dist.all_reduce(x, group=W)
     C.close("all_reduce on group.WORLD", x.numpy(), np.full(2, 3.0, np.float32))
 C.run("group.WORLD (raised)", check_world)
+
+
+def check_monitored_barrier():
+    import datetime
+    dist.monitored_barrier()
+    dist.monitored_barrier(timeout=datetime.timedelta(seconds=60), wait_all_ranks=True)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        dist.monitored_barrier(timeout=60.0)
+    C.check("monitored_barrier (timedelta, float seconds with torch's warning)",
+            any("timeout arg as a timedelta" in str(w.message) for w in rec), [str(w.message) for w in rec])
+C.run("monitored_barrier (raised)", check_monitored_barrier)
 W = dist.group.WORLD
 dist.destroy_process_group(W)   # torch: destroying group.WORLD destroys the default group
 C.check("destroy_process_group(group.WORLD) destroys the default group; group.WORLD is then None",
