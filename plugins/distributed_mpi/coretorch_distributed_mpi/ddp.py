@@ -270,8 +270,6 @@ class DistributedDataParallel(Module, Joinable):
             raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
         if not callable(hook):
             raise TypeError(f"register_comm_hook: hook must be callable, got {type(hook).__name__}")
-        if self._join_config.enable:
-            raise RuntimeError("DistributedDataParallel: comm hooks are not supported inside join() in coretorch")
         self._comm_hook = (state, hook)
 
     # ---- uneven inputs ----------------------------------------------------------------------------------
@@ -467,6 +465,11 @@ class _DDPJoinHook(JoinHook):
         if not sync:
             return
         for b in ddp._buckets:
+            if ddp._comm_hook is not None:   # as torch: the hook runs on a bucket of zeros, matching its collectives
+                state, hook = ddp._comm_hook
+                zeros = _Bucket(b.index, b.params, b.offsets, b.flat.size, b.flat.dtype)
+                hook(state, GradBucket(ddp, zeros)).wait()
+                continue
             _allreduce_np(pg, np.zeros_like(b.flat), "SUM", f"DistributedDataParallel gradient all_reduce (bucket "
                           f"{b.index}, shadowed by a joined rank)")
         if ddp.find_unused_parameters:

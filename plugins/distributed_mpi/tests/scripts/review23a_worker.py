@@ -288,8 +288,30 @@ def check_comm_hooks(dev):
            lambda: d.register_comm_hook(None, sum_hook))
 
 
+def check_join_with_hook(dev):
+    """Uneven inputs (rank 0: 2 batches, rank 1: 3) with allreduce_hook: the joined rank runs the hook on zeros."""
+    from coretorch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    net = nn.Linear(3, 1, bias=False).to(dev)
+    d = nn.parallel.DistributedDataParallel(net)
+    d.register_comm_hook(None, default_hooks.allreduce_hook)
+    grads = []
+    with d.join():
+        for i in range(2 if rank == 0 else 3):
+            net.weight.grad = None
+            d(coretorch.tensor([[1.0, 2.0, 3.0]], device=dev) * (rank + 1 + i)).sum().backward()
+            grads.append(net.weight.grad.cpu().numpy().copy())
+    base = np.array([[1.0, 2.0, 3.0]], np.float32)
+    C.close(f"[{dev}] comm hook inside join: iteration 0 averaged", grads[0], base * 1.5)
+    C.close(f"[{dev}] comm hook inside join: iteration 1 averaged", grads[1], base * 2.5)
+    if rank == 1:   # only rank 1 contributes; the hook divides by the world size (torch's default)
+        C.close(f"[{dev}] comm hook inside join: the lone rank's gradient / world size", grads[2], base * 2.0)
+    else:
+        C.check(f"[{dev}] comm hook inside join: the lone rank's gradient / world size", len(grads) == 2)
+
+
 for dev in available_devices():
     C.run(f"[{dev}] comm hooks (raised)", lambda dev=dev: check_comm_hooks(dev))
+    C.run(f"[{dev}] comm hook inside join (raised)", lambda dev=dev: check_join_with_hook(dev))
 
 
 
