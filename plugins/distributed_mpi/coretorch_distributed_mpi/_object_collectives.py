@@ -73,7 +73,9 @@ def broadcast_object_list(object_list: list, src: int | None = None, group=None,
     pg._wait([pg.comm.Ibcast(size, root=root)], "broadcast_object_list", pg._seq())
     buf = np.frombuffer(blob, np.uint8).copy() if mine else np.empty(int(size[0]), np.uint8)
     pg._wait([pg.comm.Ibcast(buf, root=root)], "broadcast_object_list", pg._seq())
-    object_list[:] = pickle.loads(buf.tobytes())
+    if not mine:   # as torch: the source keeps its own objects; elsewhere slot i takes the source's object i
+        for i, o in enumerate(pickle.loads(buf.tobytes())):
+            object_list[i] = o
 
 
 def gather_object(obj, object_gather_list: list | None = None, dst: int | None = None, group=None,

@@ -150,6 +150,11 @@ def check_objects():
     out = ["a", "b", "tail"]
     dist.all_gather_object(out, rank * 7)
     C.check("all_gather_object fills the first world-size slots, keeps the rest", out == [0, 7, "tail"], out)
+    mine = {"from": rank}
+    out = [mine, "x"]
+    dist.broadcast_object_list(out, src=0)
+    C.check("broadcast_object_list: the source keeps its own objects (identity), others get copies",
+            out[0] is mine if rank == 0 else (out == [{"from": 0}, "x"] and out[0] is not mine), out)
 C.run("object collectives (raised)", check_objects)
 
 
