@@ -147,6 +147,18 @@ def is_torchelastic_launched() -> bool:
     return False
 
 
+def get_node_local_rank(fallback_rank: int | None = None) -> int:
+    """This process's rank on its node: ``$LOCAL_RANK`` (set by ``init_process_group`` here, by torchrun in
+    torch), else ``fallback_rank``, else RuntimeError (torch's)."""
+    if "LOCAL_RANK" in os.environ:
+        return int(os.environ["LOCAL_RANK"])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError("LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow "
+                       "`get_node_local_rank` to work, assuming you are not running in a multi-device context and "
+                       "want the code to run locally instead.")
+
+
 def is_initialized() -> bool:
     """Whether ``init_process_group`` has been called (and the default group not destroyed)."""
     return _state["pg"] is not None
@@ -197,6 +209,13 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size:
     # what torchrun sets, for scripts that read them after init
     os.environ.setdefault("RANK", str(me))
     os.environ.setdefault("WORLD_SIZE", str(size))
+    # and LOCAL_RANK / LOCAL_WORLD_SIZE: the ranks sharing this node (after the watched rendezvous above, every
+    # rank is here, so this blocking split cannot hang on a missing one)
+    node = world.Split_type(MPI.COMM_TYPE_SHARED, me) if size > 1 else None
+    os.environ.setdefault("LOCAL_RANK", str(node.Get_rank() if node is not None else 0))
+    os.environ.setdefault("LOCAL_WORLD_SIZE", str(node.Get_size() if node is not None else 1))
+    if node is not None:
+        node.Free()
     if size > 1 and _state["prev_excepthook"] is None:
         _state["prev_excepthook"] = sys.excepthook
         sys.excepthook = _abort_excepthook

@@ -30,13 +30,14 @@ __all__ = ["Backend", "ReduceOp", "ProcessGroup", "GroupMember", "group", "Work"
            "reduce_scatter_tensor", "reduce", "gather", "scatter", "barrier", "send", "recv", "isend", "irecv",
            "all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list", "all_to_all",
            "all_to_all_single", "P2POp", "batch_isend_irecv", "GradBucket",
-           "monitored_barrier", "DistributedDataParallel",
+           "monitored_barrier", "get_node_local_rank", "DistributedDataParallel",
            "DistributedSampler", "launch", "algorithms", "default_pg_timeout"]
 
 # the implementation, by job (each name is public here, where coretorch.distributed and the scripts find it)
 from ._groups import default_pg_timeout, _MPI, _mpi, Backend, ReduceOp, ProcessGroup, _NonGroupMember  # noqa: F401
 from ._groups import GroupMember, group, _state, is_available, is_mpi_available, is_nccl_available  # noqa: F401
 from ._groups import is_gloo_available, is_torchelastic_launched, is_initialized, _timeout  # noqa: F401
+from ._groups import get_node_local_rank  # noqa: F401
 from ._groups import init_process_group, _abort_excepthook, _default, _group, destroy_process_group  # noqa: F401
 from ._groups import get_rank, get_world_size, get_backend, new_group, get_process_group_ranks  # noqa: F401
 from ._groups import _member_group, _warn_not_in_group, get_global_rank, get_group_rank, _to_group_rank  # noqa: F401

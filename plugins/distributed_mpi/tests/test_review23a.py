@@ -132,6 +132,13 @@ def test_group_world_is_the_default_group(review_results):
 
 
 @pytest.mark.xdist_group("mpi-review23a")
+def test_local_rank_environment(review_results):
+    """Scripts written for torchrun read ``LOCAL_RANK`` / ``LOCAL_WORLD_SIZE`` (or ``get_node_local_rank()``);
+    coretorch's ``init_process_group`` set only RANK and WORLD_SIZE and had no ``get_node_local_rank``."""
+    assert_checks(review_results, contains="LOCAL_RANK")
+
+
+@pytest.mark.xdist_group("mpi-review23a")
 def test_monitored_barrier(review_results):
     """torch (gloo) has ``monitored_barrier(group, timeout, wait_all_ranks)``, a float timeout converted with a
     warning; coretorch had none (AttributeError)."""

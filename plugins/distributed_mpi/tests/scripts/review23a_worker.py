@@ -4,6 +4,7 @@ broadcast_buffers=False, reassigned buffers, when buffers are broadcast).  Expec
 known inputs of both ranks, or what PyTorch 2.13 (gloo, 2 ranks) did on the same script (said where)."""
 from __future__ import annotations
 
+import os
 import warnings
 
 import numpy as np
@@ -328,6 +329,9 @@ def check_world():
     x = coretorch.ones(2) * (rank + 1)
     dist.all_reduce(x, group=W)
     C.close("all_reduce on group.WORLD", x.numpy(), np.full(2, 3.0, np.float32))
+C.check("init_process_group sets LOCAL_RANK/LOCAL_WORLD_SIZE (what torchrun sets); get_node_local_rank reads it",
+        os.environ.get("LOCAL_RANK") == str(rank) and os.environ.get("LOCAL_WORLD_SIZE") == "2"
+        and dist.get_node_local_rank() == rank, (os.environ.get("LOCAL_RANK"), os.environ.get("LOCAL_WORLD_SIZE")))
 C.run("group.WORLD (raised)", check_world)
 
 
