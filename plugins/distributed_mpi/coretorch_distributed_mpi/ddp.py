@@ -113,6 +113,14 @@ class DistributedDataParallel(Module, Joinable):
             raise ValueError("DistributedDataParallel: this rank is not a member of process_group")
         self.module = module
         self.process_group = pg
+        # as torch: device_ids/output_device are for accelerator modules; a cpu module given them is a ValueError
+        devices = {p.device for p in module.parameters()}
+        if devices and all(d.type == "cpu" for d in devices):
+            if device_ids or output_device:
+                raise ValueError("DistributedDataParallel device_ids and output_device arguments only work with "
+                                 "single-device/multiple-device GPU modules or CPU modules, but got device_ids "
+                                 f"{device_ids}, output_device {output_device}, and module parameters {devices}.")
+            device_ids = None
         self.device_ids = device_ids
         self.dim = dim
         # torch 2.13: buffers are broadcast before forward unless forward_sync_buffers (or the deprecated

@@ -139,6 +139,13 @@ def test_local_rank_environment(review_results):
 
 
 @pytest.mark.xdist_group("mpi-review23a")
+def test_ddp_cpu_module_rejects_device_ids(review_results):
+    """torch: ``device_ids``/``output_device`` only work with accelerator modules; a cpu module given them is a
+    ValueError (and its ``device_ids`` is None).  coretorch accepted and stored them."""
+    assert_checks(review_results, contains="DDP of a cpu module", at_least=2)
+
+
+@pytest.mark.xdist_group("mpi-review23a")
 def test_monitored_barrier(review_results):
     """torch (gloo) has ``monitored_barrier(group, timeout, wait_all_ranks)``, a float timeout converted with a
     warning; coretorch had none (AttributeError)."""

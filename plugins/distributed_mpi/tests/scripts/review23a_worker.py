@@ -256,6 +256,9 @@ def check_ddp(dev):
 
 for dev in available_devices():
     C.run(f"[{dev}] DDP state sync (raised)", lambda dev=dev: check_ddp(dev))
+raises("DDP of a cpu module with device_ids: ValueError", ValueError, "device_ids and output_device arguments",
+       lambda: nn.parallel.DistributedDataParallel(nn.Linear(2, 2), device_ids=[0]))
+C.check("DDP of a cpu module: device_ids None", nn.parallel.DistributedDataParallel(nn.Linear(2, 2)).device_ids is None)
 
 
 # ---- DDP comm hooks: gradients against DDP without a hook (the average of the two ranks' gradients) ------------
