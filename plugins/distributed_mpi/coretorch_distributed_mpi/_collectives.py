@@ -159,11 +159,13 @@ def _host_in(t: Tensor) -> np.ndarray:
     return np.ascontiguousarray(t.numpy(force=True))
 
 
-def _write(t: Tensor, h: np.ndarray) -> None:
-    """Put host values ``h`` into t's own storage (views of t see them) and bump its version counter."""
+def _write(t: Tensor, h: np.ndarray, bump: bool = True) -> None:
+    """Put host values ``h`` into t's own storage (views of t see them) and bump its version counter (unless
+    ``bump`` is False: DDP's buffer broadcast, which torch does under ``_unsafe_preserve_version_counter``)."""
     upload = get_kernel("from_numpy", t)(np.asarray(h).reshape(tuple(t.shape)))
     get_kernel("assign_", t)(to_array(t), upload)
-    increment_version(t)
+    if bump:
+        increment_version(t)
 
 
 def _bytes(h: np.ndarray) -> np.ndarray:

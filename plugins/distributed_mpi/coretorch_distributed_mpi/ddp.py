@@ -166,8 +166,9 @@ class DistributedDataParallel(Module, Joinable):
                 raise RuntimeError(f"DistributedDataParallel: the model on rank {self.process_group.ranks[r]} "
                                    f"differs from rank {self.process_group.ranks[0]}'s: {diff[0]} vs {diff[1]}")
 
-    def _broadcast(self, tensors: list, src: int = 0) -> None:
-        """Every tensor takes the values of group rank ``src``: one MPI_Ibcast of all of them packed as bytes."""
+    def _broadcast(self, tensors: list, src: int = 0, bump: bool = True) -> None:
+        """Every tensor takes the values of group rank ``src``: one MPI_Ibcast of all of them packed as bytes
+        (``bump=False``: version counters kept, as torch's buffer sync before forward)."""
         from .api import _host_in, _write
         if not tensors:
             return
@@ -182,7 +183,7 @@ class DistributedDataParallel(Module, Joinable):
         with coretorch.no_grad():
             for t, h in zip(tensors, hosts):
                 n = h.nbytes
-                _write(t, packed[off:off + n].view(h.dtype).reshape(h.shape))
+                _write(t, packed[off:off + n].view(h.dtype).reshape(h.shape), bump)
                 off += n
 
     def _build_buckets(self) -> None:
@@ -229,7 +230,8 @@ class DistributedDataParallel(Module, Joinable):
         if self._join_config.enable:
             self._join_forward(sync)
         elif self.forward_sync_buffers and self.require_forward_param_sync:
-            self._broadcast(self._ddp_buffers)
+            # versions kept, as torch: a graph that saved a buffer may still be backpropagated after this forward
+            self._broadcast(self._ddp_buffers, bump=False)
         out = self.module(*inputs, **kwargs)
         self.require_forward_param_sync = sync
         if sync:
@@ -320,7 +322,7 @@ class DistributedDataParallel(Module, Joinable):
             work.wait()
         self._divisor = self.process_group.size() if self._divide_by_initial_world_size else len(active)
         if sync_buffers and self.broadcast_buffers and self._ddp_buffers:
-            self._broadcast(self._ddp_buffers, src=int(active.max()))   # as PyTorch: the highest rank still iterating
+            self._broadcast(self._ddp_buffers, src=int(active.max()), bump=False)   # as PyTorch: the highest rank still iterating
 
     # ---- the reducer ------------------------------------------------------------------------------------
     def _prepare(self, output) -> None:
@@ -469,7 +471,7 @@ class _DDPJoinHook(JoinHook):
         pg = ddp.process_group
         active, sync_buffers, sync = ddp._join_info(None)
         if sync_buffers and ddp.broadcast_buffers and ddp._ddp_buffers:
-            ddp._broadcast(ddp._ddp_buffers, src=int(active.max()))
+            ddp._broadcast(ddp._ddp_buffers, src=int(active.max()), bump=False)
         if not sync:
             return
         for b in ddp._buckets:

@@ -146,6 +146,15 @@ def test_ddp_cpu_module_rejects_device_ids(review_results):
 
 
 @pytest.mark.xdist_group("mpi-review23a")
+@pytest.mark.parametrize("device", DEVICES)
+def test_ddp_buffer_sync_keeps_versions(review_results, device):
+    """torch broadcasts buffers before a forward under ``_unsafe_preserve_version_counter``: the backward of
+    an earlier forward that saved a buffer still works after a later (e.g. no_grad) forward.  coretorch bumped
+    the version, so that backward raised the in-place modification error."""
+    assert_checks(review_results, contains=f"[{device}] DDP buffer sync keeps version counters")
+
+
+@pytest.mark.xdist_group("mpi-review23a")
 def test_monitored_barrier(review_results):
     """torch (gloo) has ``monitored_barrier(group, timeout, wait_all_ranks)``, a float timeout converted with a
     warning; coretorch had none (AttributeError)."""

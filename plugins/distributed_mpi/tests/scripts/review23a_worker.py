@@ -256,6 +256,31 @@ def check_ddp(dev):
 
 for dev in available_devices():
     C.run(f"[{dev}] DDP state sync (raised)", lambda dev=dev: check_ddp(dev))
+
+
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(coretorch.ones(2))
+        self.register_buffer("scale", coretorch.full((2,), 2.0 + rank))
+
+    def forward(self, x):
+        return self.w * x * self.scale   # the buffer is saved for backward
+
+
+def check_buffer_version(dev):
+    m = Scaled().to(dev)
+    d = nn.parallel.DistributedDataParallel(m)
+    loss = d(coretorch.ones(2, device=dev)).sum()
+    with coretorch.no_grad():
+        d(coretorch.ones(2, device=dev))       # broadcasts the buffers again (the previous forward synchronised)
+    loss.backward()                            # torch: fine, its buffer sync keeps the version counter
+    C.close(f"[{dev}] DDP buffer sync keeps version counters (backward of an earlier forward works)",
+            m.w.grad.cpu().numpy(), np.full(2, 2.0, np.float32))
+
+
+for dev in available_devices():
+    C.run(f"[{dev}] DDP buffer sync keeps version counters (raised)", lambda dev=dev: check_buffer_version(dev))
 raises("DDP of a cpu module with device_ids: ValueError", ValueError, "device_ids and output_device arguments",
        lambda: nn.parallel.DistributedDataParallel(nn.Linear(2, 2), device_ids=[0]))
 C.check("DDP of a cpu module: device_ids None", nn.parallel.DistributedDataParallel(nn.Linear(2, 2)).device_ids is None)
