@@ -322,7 +322,8 @@ class DistributedDataParallel(Module, Joinable):
             work.wait()
         self._divisor = self.process_group.size() if self._divide_by_initial_world_size else len(active)
         if sync_buffers and self.broadcast_buffers and self._ddp_buffers:
-            self._broadcast(self._ddp_buffers, src=int(active.max()), bump=False)   # as PyTorch: the highest rank still iterating
+            # as PyTorch: from the highest rank still iterating, version counters kept
+            self._broadcast(self._ddp_buffers, src=int(active.max()), bump=False)
 
     # ---- the reducer ------------------------------------------------------------------------------------
     def _prepare(self, output) -> None:
