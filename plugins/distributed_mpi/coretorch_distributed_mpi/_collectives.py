@@ -2,6 +2,9 @@
 handles and the host staging of tensors.  Public through :mod:`coretorch_distributed_mpi.api`."""
 from __future__ import annotations
 
+import datetime
+import warnings
+
 import numpy as np
 
 from coretorch.plugins import get_kernel, increment_version, to_array
@@ -64,6 +67,53 @@ class Work:
         """Wait for the operation (the same as ``wait()``)."""
         self.wait()
 
+    def get_future(self) -> Future:
+        """A ``Future`` of the operation: its ``wait()`` completes the operation and returns ``result()`` (the
+        output tensors), as torch's ``Work.get_future()``."""
+        return Future(self._wait_result, self.is_completed)
+
+    def _wait_result(self) -> list:
+        self.wait()
+        return self.result()
+
+
+class Future:
+    """The reading side of ``torch.futures.Future`` for a collective's result: ``wait()``/``value()`` give it
+    (completing the operation), ``done()`` polls, ``then(fn)`` chains ``fn(this_future)``."""
+
+    def __init__(self, compute, done=None):
+        self._compute = compute
+        self._poll = done
+        self._has = False
+        self._value = None
+
+    def wait(self):
+        """Complete the operation and return its value (computed once)."""
+        if not self._has:
+            self._value, self._has = self._compute(), True
+            self._compute = None
+        return self._value
+
+    def value(self):
+        """The value (as ``wait()``)."""
+        return self.wait()
+
+    def done(self) -> bool:
+        """Whether the value is ready without waiting."""
+        return self._has or (self._poll is not None and self._poll())
+
+    def then(self, callback) -> Future:
+        """A Future whose value is ``callback(self)``, computed when it is waited on."""
+        def chained():
+            self.wait()
+            return callback(self)
+        return Future(chained, self.done)
+
+    def add_done_callback(self, callback) -> None:
+        """Run ``callback(self)`` once the value is there (here: on completion now)."""
+        self.wait()
+        callback(self)
+
 
 def _complete(pg: ProcessGroup, what: str, seq: int | None, async_op: bool, requests, finish=None, keep=(),
               result=()):
@@ -109,11 +159,13 @@ def _host_in(t: Tensor) -> np.ndarray:
     return np.ascontiguousarray(t.numpy(force=True))
 
 
-def _write(t: Tensor, h: np.ndarray) -> None:
-    """Put host values ``h`` into t's own storage (views of t see them) and bump its version counter."""
+def _write(t: Tensor, h: np.ndarray, bump: bool = True) -> None:
+    """Put host values ``h`` into t's own storage (views of t see them) and bump its version counter (unless
+    ``bump`` is False: DDP's buffer broadcast, which torch does under ``_unsafe_preserve_version_counter``)."""
     upload = get_kernel("from_numpy", t)(np.asarray(h).reshape(tuple(t.shape)))
     get_kernel("assign_", t)(to_array(t), upload)
-    increment_version(t)
+    if bump:
+        increment_version(t)
 
 
 def _bytes(h: np.ndarray) -> np.ndarray:
@@ -139,10 +191,12 @@ def _reduction(h: np.ndarray, op: ReduceOp):
     """(array MPI reduces, MPI op, finish(n, out)) where finish puts the reduced values into ``out``."""
     MPI = _mpi()
     kind = h.dtype.kind
+    # RuntimeError with torch's messages (its AVG divides in place, which fails for integer tensors)
     if op is ReduceOp.AVG and kind != "f":
-        raise ValueError(f"ReduceOp.AVG needs a floating-point tensor, got {h.dtype}")
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {h.dtype}: ReduceOp.AVG "
+                           "needs a floating-point tensor")
     if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and kind == "f":
-        raise ValueError(f"ReduceOp.{op.name} needs an integer or bool tensor, got {h.dtype}")
+        raise RuntimeError(f"Cannot use ReduceOp.{op.name} with non-integral dtype ({h.dtype})")
     if kind == "b":
         return h.view(np.uint8), getattr(MPI, _BOOL_OPS[op]), None
     mop = getattr(MPI, _MPI_OP_NAMES[op])
@@ -233,14 +287,33 @@ def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False
                      result=[tensor])
 
 
-def _check_same(tensors, like: Tensor, what: str, n: int) -> None:
+def _check_same(tensors, like: Tensor, what: str, n: int, op: str = "") -> None:
+    """torch's checks and error types: a wrong list length or shape is a RuntimeError, a dtype a ValueError."""
     if len(tensors) != n:
-        raise ValueError(f"{what} must hold one tensor per rank of the group ({n}), got {len(tensors)}")
-    for t in tensors:
+        raise RuntimeError(f"{op}: invalid {what} (expected length {n}, got {len(tensors)})")
+    for i, t in enumerate(tensors):
         _check(t, what)
-        if tuple(t.shape) != tuple(like.shape) or t.dtype is not like.dtype:
-            raise ValueError(f"{what}: every tensor must have the shape and dtype of the input "
-                             f"({list(like.shape)}, {like.dtype}); got {list(t.shape)}, {t.dtype}")
+        if t.dtype is not like.dtype:
+            raise ValueError(f"{op}: Invalid usage of tensors with different dtypes: found {t.dtype} in {what}[{i}] "
+                             f"and {like.dtype}")
+        if tuple(t.shape) != tuple(like.shape):
+            raise RuntimeError(f"{op}: invalid tensor size at index {i} of {what} (expected {tuple(like.shape)}, "
+                               f"got {tuple(t.shape)})")
+
+
+def _root_only(mine: bool, tensors, what: str, role: str) -> None:
+    """torch's rule for gather/scatter lists: given on the root, absent elsewhere (ValueError)."""
+    if mine and not tensors:
+        raise ValueError(f"Argument ``{what}`` must be specified on {role} rank.")
+    if not mine and tensors:
+        raise ValueError(f"Argument ``{what}`` must NOT be specified on non-{role} ranks.")
+
+
+def _not_self(pg: ProcessGroup, peer: int, role: str) -> None:
+    """Point-to-point with oneself is a ValueError in torch (MPI would match it, or wait forever)."""
+    if peer == pg.rank():
+        raise ValueError(f"Invalid {role} rank: {role} rank should not be the same as the rank of the current "
+                         "process.")
 
 
 def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
@@ -262,7 +335,7 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
         _warn_not_in_group("all_gather")
         return None
     n = pg.size()
-    _check_same(tensor_list, tensor, "tensor_list", n)
+    _check_same(tensor_list, tensor, "tensor_list", n, "all_gather")
     send = _host_in(tensor)
     recv = np.empty((n,) + send.shape, send.dtype)
 
@@ -271,7 +344,7 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
             _write(t, recv[i])
     seq = pg._seq()
     return _complete(pg, "all_gather", seq, async_op, [pg.comm.Iallgather(_bytes(send), _bytes(recv))], finish,
-                     keep=(send, recv))
+                     keep=(send, recv), result=list(tensor_list))
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
@@ -283,8 +356,12 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
         _warn_not_in_group("all_gather_single")
         return None
     n = pg.size()
-    if output_tensor.numel() != n * input_tensor.numel() or output_tensor.dtype is not input_tensor.dtype:
-        raise ValueError(f"output tensor must have world size ({n}) times the elements of the input and its dtype")
+    if output_tensor.dtype is not input_tensor.dtype:
+        raise ValueError(f"all_gather_into_tensor: Invalid usage of tensors with different dtypes: found "
+                         f"{output_tensor.dtype} and {input_tensor.dtype}")
+    if output_tensor.numel() != n * input_tensor.numel():   # (torch: RuntimeError)
+        raise RuntimeError(f"all_gather_into_tensor: invalid tensor size: the output {tuple(output_tensor.shape)} "
+                           f"must hold world size ({n}) times the input {tuple(input_tensor.shape)}")
     send = _host_in(input_tensor)
     recv, staged = _host_inout(output_tensor)
 
@@ -295,7 +372,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
             increment_version(output_tensor)
     seq = pg._seq()
     return _complete(pg, "all_gather_into_tensor", seq, async_op, [pg.comm.Iallgather(_bytes(send), _bytes(recv))],
-                     finish, keep=(send, recv))
+                     finish, keep=(send, recv), result=[output_tensor])
 
 
 def _reduce_scatter_host(pg, output, send: np.ndarray, op, async_op: bool):
@@ -311,7 +388,7 @@ def _reduce_scatter_host(pg, output, send: np.ndarray, op, async_op: bool):
         _write(output, recv.view(np.bool_) if send.dtype == np.bool_ else recv.astype(send.dtype, copy=False))
     seq = pg._seq()
     return _complete(pg, "reduce_scatter", seq, async_op, [pg.comm.Ireduce_scatter_block(w, recv, op=mop)], finish,
-                     keep=(w, recv, send))
+                     keep=(w, recv, send), result=[output])
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bool = False):
@@ -322,7 +399,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
         _warn_not_in_group("reduce_scatter")
         return None
     n = pg.size()
-    _check_same(input_list, output, "input_list", n)
+    _check_same(input_list, output, "input_list", n, "reduce_scatter")
     send = np.stack([_host_in(t) for t in input_list]) if n else np.empty((0,) + tuple(output.shape))
     return _reduce_scatter_host(pg, output, send, op, async_op)
 
@@ -336,8 +413,12 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
         _warn_not_in_group("reduce_scatter_single")
         return None
     n = pg.size()
-    if input.numel() != n * output.numel() or input.dtype is not output.dtype:
-        raise ValueError(f"input tensor must have world size ({n}) times the elements of the output and its dtype")
+    if input.dtype is not output.dtype:
+        raise ValueError(f"reduce_scatter_tensor: Invalid usage of tensors with different dtypes: found "
+                         f"{input.dtype} and {output.dtype}")
+    if input.numel() != n * output.numel():   # (torch: RuntimeError)
+        raise RuntimeError(f"reduce_scatter_tensor: invalid tensor size: the input {tuple(input.shape)} must hold "
+                           f"world size ({n}) times the output {tuple(output.shape)}")
     send = _host_in(input).reshape((n,) + tuple(output.shape))
     return _reduce_scatter_host(pg, output, send, op, async_op)
 
@@ -382,7 +463,7 @@ def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op
     sendbuf, recvbuf = (MPI.IN_PLACE, w) if mine else (w, None)
     seq = pg._seq()
     return _complete(pg, "reduce", seq, async_op, [pg.comm.Ireduce(sendbuf, recvbuf, op=mop, root=root)], finish,
-                     keep=(w, h))
+                     keep=(w, h), result=[tensor])
 
 
 def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_op: bool = False,
@@ -407,10 +488,11 @@ def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_o
         return None
     root = _to_group_rank(pg, 0 if dst is None and group_dst is None else dst, group_dst, "dst")
     mine = pg.rank() == root
+    _root_only(mine, gather_list, "gather_list", "destination")
     send = _host_in(tensor)
     recv = None
     if mine:
-        _check_same(gather_list or [], tensor, "gather_list", pg.size())
+        _check_same(gather_list, tensor, "gather_list", pg.size(), "gather")
         recv = np.empty((pg.size(),) + send.shape, send.dtype)
 
     def finish():
@@ -445,9 +527,10 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async
         return None
     root = _to_group_rank(pg, 0 if src is None and group_src is None else src, group_src, "src")
     mine = pg.rank() == root
+    _root_only(mine, scatter_list, "scatter_list", "source")
     send = None
     if mine:
-        _check_same(scatter_list or [], tensor, "scatter_list", pg.size())
+        _check_same(scatter_list, tensor, "scatter_list", pg.size(), "scatter")
         send = np.stack([_host_in(t) for t in scatter_list])
     recv = np.empty(tuple(tensor.shape), tensor.dtype.np)
 
@@ -456,7 +539,7 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async
     sb = _bytes(send) if send is not None else None  # (send: made on the root only)
     seq = pg._seq()
     return _complete(pg, "scatter", seq, async_op, [pg.comm.Iscatter(sb, _bytes(recv), root=root)], finish,
-                     keep=(send, recv))
+                     keep=(send, recv), result=[tensor])
 
 
 def barrier(group=None, async_op: bool = False, device_ids=None):
@@ -478,6 +561,23 @@ def barrier(group=None, async_op: bool = False, device_ids=None):
     return _complete(pg, "barrier", seq, async_op, [pg.comm.Ibarrier()])
 
 
+def monitored_barrier(group=None, timeout=None, wait_all_ranks: bool = False) -> None:
+    """A barrier that waits at most ``timeout`` (a timedelta, or seconds as a float with a warning, as torch;
+    default: the group's).  torch's gloo form raises naming the ranks that did not arrive; here the watchdog
+    aborts the job with a message naming the barrier (MPI cannot cancel it).  ``wait_all_ranks`` is accepted."""
+    pg = _group(group)
+    if pg is None:
+        _warn_not_in_group("monitored_barrier")
+        return None
+    if isinstance(timeout, float):
+        warnings.warn("Please specify timeout arg as a timedelta. Converting current value of "
+                      f"{timeout} assuming it represents seconds", stacklevel=2)
+        timeout = datetime.timedelta(seconds=timeout)
+    limit = None if timeout is None else _timeout(timeout, "monitored_barrier")
+    Work([pg.comm.Ibarrier()], pg=pg, what="monitored_barrier", seq=pg._seq()).wait(limit)
+    return None
+
+
 def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None) -> Work | None:
     """Send ``tensor`` to rank ``dst`` without waiting; ``wait()`` before modifying it.  None (with a warning) on a
     rank not in ``group``, as in torch (where a global ``dst`` cannot be mapped into that group: ValueError)."""
@@ -487,6 +587,7 @@ def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: i
         _warn_not_in_group("isend")
         return None
     peer = _to_group_rank(pg, dst, group_dst, "dst")
+    _not_self(pg, peer, "destination")
     h = _host_in(tensor)
     return _track(Work([pg.comm.Isend(_bytes(h), dest=peer, tag=tag)], keep=(h,), pg=pg,
                        what=f"send to rank {pg.ranks[peer]}", peer=pg.ranks[peer]))
@@ -517,6 +618,7 @@ def irecv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: i
         return None
     MPI = _mpi()
     peer = MPI.ANY_SOURCE if src is None and group_src is None else _to_group_rank(pg, src, group_src, "src")
+    _not_self(pg, peer, "source")
     h = np.empty(tuple(tensor.shape), tensor.dtype.np)
     gpeer = None if peer == MPI.ANY_SOURCE else pg.ranks[peer]
     return _track(Work([pg.comm.Irecv(_bytes(h), source=peer, tag=tag)], lambda: _write(tensor, h), keep=(h,),
@@ -533,6 +635,7 @@ def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: in
         return -1
     MPI = _mpi()
     peer = MPI.ANY_SOURCE if src is None and group_src is None else _to_group_rank(pg, src, group_src, "src")
+    _not_self(pg, peer, "source")
     h = np.empty(tuple(tensor.shape), tensor.dtype.np)
     status = MPI.Status()
     gpeer = None if peer == MPI.ANY_SOURCE else pg.ranks[peer]
@@ -540,3 +643,36 @@ def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: in
              ("any rank" if gpeer is None else f"rank {gpeer}"), None, gpeer, statuses=[status])
     _write(tensor, h)
     return pg.ranks[status.Get_source()]
+
+
+class P2POp:
+    """One point-to-point operation for ``batch_isend_irecv``: ``op`` is ``isend`` or ``irecv``, ``peer`` a global
+    rank (or ``group_peer`` within ``group``)."""
+
+    def __init__(self, op, tensor, peer: int | None = None, group=None, tag: int = 0, group_peer: int | None = None):
+        if op is not isend and op is not irecv:
+            raise ValueError("Invalid ``op``. Expected ``op`` to be of type ``torch.distributed.isend`` or "
+                             "``torch.distributed.irecv``.")
+        _check(tensor)
+        self.op = op
+        self.tensor = tensor
+        self.group = group
+        self.tag = tag
+        pg = _group(group)
+        if pg is not None and group_peer is None and peer is not None:
+            group_peer = _to_group_rank(pg, peer, None, "peer")
+        self.group_peer = group_peer
+        self.peer = pg.ranks[group_peer] if pg is not None and group_peer is not None else peer
+
+
+def batch_isend_irecv(p2p_op_list: list) -> list:
+    """Start every ``P2POp`` of the list (all on one group) and return their ``Work`` handles, in order."""
+    if not isinstance(p2p_op_list, list) or not all(isinstance(p, P2POp) for p in p2p_op_list):
+        raise ValueError("Invalid ``p2p_op_list``. Each op is expected to to be of type ``torch.distributed.P2POp``.")
+    if any(p.group is not p2p_op_list[0].group for p in p2p_op_list):
+        raise ValueError("All ops need to use the same group.")
+    works = []
+    for p in p2p_op_list:
+        kw = {"group_dst" if p.op is isend else "group_src": p.group_peer}
+        works.append(p.op(p.tensor, group=p.group, tag=p.tag, **kw))
+    return works

@@ -100,11 +100,18 @@ class _NonGroupMember:
         return "GroupMember.NON_GROUP_MEMBER"
 
 
-class GroupMember:
-    """Group constants: ``WORLD`` (the default group; None means the same) and ``NON_GROUP_MEMBER``
-    (what ``new_group`` returns on a rank outside the new group).
+class _WorldMeta(type):
+    @property
+    def WORLD(cls) -> ProcessGroup | None:   # noqa: N802  (torch's name)
+        """The default group once ``init_process_group`` has run (None before, as in torch, where None also
+        means the default group): ``dist.group.WORLD.size()`` works."""
+        return _state["pg"]
+
+
+class GroupMember(metaclass=_WorldMeta):
+    """Group constants: ``WORLD`` (the default group, None before ``init_process_group``) and
+    ``NON_GROUP_MEMBER`` (what ``new_group`` returns on a rank outside the new group).
     """
-    WORLD = None                          # "the default group", as in torch (None means the same)
     NON_GROUP_MEMBER = _NonGroupMember()  # what new_group returns on ranks outside the group
 
 
@@ -138,6 +145,18 @@ def is_torchelastic_launched() -> bool:
     launcher is ``mpiexec`` (``python -m coretorch_distributed_mpi.launch``).
     """
     return False
+
+
+def get_node_local_rank(fallback_rank: int | None = None) -> int:
+    """This process's rank on its node: ``$LOCAL_RANK`` (set by ``init_process_group`` here, by torchrun in
+    torch), else ``fallback_rank``, else RuntimeError (torch's)."""
+    if "LOCAL_RANK" in os.environ:
+        return int(os.environ["LOCAL_RANK"])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError("LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow "
+                       "`get_node_local_rank` to work, assuming you are not running in a multi-device context and "
+                       "want the code to run locally instead.")
 
 
 def is_initialized() -> bool:
@@ -190,6 +209,13 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size:
     # what torchrun sets, for scripts that read them after init
     os.environ.setdefault("RANK", str(me))
     os.environ.setdefault("WORLD_SIZE", str(size))
+    # and LOCAL_RANK / LOCAL_WORLD_SIZE: the ranks sharing this node (after the watched rendezvous above, every
+    # rank is here, so this blocking split cannot hang on a missing one)
+    node = world.Split_type(MPI.COMM_TYPE_SHARED, me) if size > 1 else None
+    os.environ.setdefault("LOCAL_RANK", str(node.Get_rank() if node is not None else 0))
+    os.environ.setdefault("LOCAL_WORLD_SIZE", str(node.Get_size() if node is not None else 1))
+    if node is not None:
+        node.Free()
     if size > 1 and _state["prev_excepthook"] is None:
         _state["prev_excepthook"] = sys.excepthook
         sys.excepthook = _abort_excepthook
@@ -234,7 +260,7 @@ def _group(group) -> ProcessGroup | None:
 def destroy_process_group(group=None) -> None:
     """Leave ``group`` (default: every group; init_process_group may then be called again).  MPI itself stays
     initialised until the process exits."""
-    if group is None:
+    if group is None or group is _state["pg"]:   # (group.WORLD is the default group: destroys every group)
         if _state["pg"] is None:
             raise ValueError("Default process group has not been initialized, please make sure to call "
                              "init_process_group.")
@@ -377,10 +403,17 @@ def get_group_rank(group, global_rank: int) -> int:
 
 
 def _to_group_rank(pg: ProcessGroup, global_rank, group_rank, what: str) -> int:
-    if group_rank is not None:
-        return int(group_rank)
-    if global_rank is None:
-        raise ValueError(f"{what}: give the global rank or its group_ form")
-    if int(global_rank) not in pg.ranks:
-        raise ValueError(f"{what}={global_rank} is not a rank of {pg}")
-    return pg.ranks.index(int(global_rank))
+    """The group rank of a root/peer given as a global rank or as ``group_<what>``.  As torch: a global rank
+    outside a sub-group is a ValueError (its rank mapping fails); a root outside the group's range (a global rank
+    on the default group, or a group rank) is the backend's RuntimeError ``invalid root rank``."""
+    if group_rank is None:
+        if global_rank is None:
+            raise ValueError(f"{what}: give the global rank or its group_ form")
+        if pg is not _state["pg"]:
+            if int(global_rank) not in pg.ranks:
+                raise ValueError(f"Global rank {global_rank} is not part of group {pg}")
+            return pg.ranks.index(int(global_rank))
+        group_rank = global_rank
+    if not 0 <= int(group_rank) < pg.size():
+        raise RuntimeError(f"invalid root rank: {group_rank} ({what} of {pg}, whose ranks are 0..{pg.size() - 1})")
+    return int(group_rank)

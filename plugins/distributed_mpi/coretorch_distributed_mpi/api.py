@@ -18,7 +18,7 @@ that has left the job (``sys.exit()``, end of script) without joining the collec
 from __future__ import annotations
 
 from . import algorithms, watchdog  # noqa: F401  (public: dist.algorithms; watchdog as before)
-from .ddp import DistributedDataParallel
+from .ddp import DistributedDataParallel, GradBucket
 from .launch import launch
 from .sampler import DistributedSampler
 
@@ -28,13 +28,16 @@ __all__ = ["Backend", "ReduceOp", "ProcessGroup", "GroupMember", "group", "Work"
            "get_backend", "new_group", "get_process_group_ranks", "get_global_rank", "get_group_rank",
            "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
            "reduce_scatter_tensor", "reduce", "gather", "scatter", "barrier", "send", "recv", "isend", "irecv",
-           "all_gather_object", "broadcast_object_list", "DistributedDataParallel", "DistributedSampler",
-           "launch", "algorithms", "default_pg_timeout"]
+           "all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list", "all_to_all",
+           "all_to_all_single", "P2POp", "batch_isend_irecv", "GradBucket",
+           "monitored_barrier", "get_node_local_rank", "DistributedDataParallel",
+           "DistributedSampler", "launch", "algorithms", "default_pg_timeout"]
 
 # the implementation, by job (each name is public here, where coretorch.distributed and the scripts find it)
 from ._groups import default_pg_timeout, _MPI, _mpi, Backend, ReduceOp, ProcessGroup, _NonGroupMember  # noqa: F401
 from ._groups import GroupMember, group, _state, is_available, is_mpi_available, is_nccl_available  # noqa: F401
 from ._groups import is_gloo_available, is_torchelastic_launched, is_initialized, _timeout  # noqa: F401
+from ._groups import get_node_local_rank  # noqa: F401
 from ._groups import init_process_group, _abort_excepthook, _default, _group, destroy_process_group  # noqa: F401
 from ._groups import get_rank, get_world_size, get_backend, new_group, get_process_group_ranks  # noqa: F401
 from ._groups import _member_group, _warn_not_in_group, get_global_rank, get_group_rank, _to_group_rank  # noqa: F401
@@ -44,9 +47,11 @@ from ._collectives import _check_same, all_gather, all_gather_into_tensor, _redu
 from ._collectives import reduce_scatter, reduce_scatter_tensor, reduce, gather, scatter, barrier, isend  # noqa: F401
 from ._collectives import send, irecv, recv  # noqa: F401
 from ._object_collectives import _allreduce_np, _allgather_bytes, _allgather_obj, all_gather_object  # noqa: F401
-from ._object_collectives import broadcast_object_list  # noqa: F401
+from ._object_collectives import broadcast_object_list, gather_object, scatter_object_list  # noqa: F401
+from ._collectives import Future, P2POp, batch_isend_irecv, monitored_barrier  # noqa: F401
+from ._all_to_all import all_to_all, all_to_all_single  # noqa: F401
 
-_PARTS = tuple(f"{__package__}.{m}" for m in ("_groups", "_collectives", "_object_collectives"))
+_PARTS = tuple(f"{__package__}.{m}" for m in ("_groups", "_collectives", "_object_collectives", "_all_to_all"))
 for _o in list(globals().values()):
     if callable(_o) and getattr(_o, "__module__", None) in _PARTS:  # functions and classes defined there
         _o.__module__ = __name__  # dist.all_reduce.__module__ is this module, as before the split

@@ -27,6 +27,7 @@ whose replica took every optimizer step.
 from __future__ import annotations
 
 import contextlib
+import warnings
 import weakref
 from typing import Any
 
@@ -46,7 +47,7 @@ _DEFAULT_BUCKET_MB = 25
 
 
 class _Bucket:
-    __slots__ = ("index", "params", "offsets", "flat", "pending", "req", "seq", "outs")
+    __slots__ = ("index", "params", "offsets", "flat", "pending", "req", "seq", "outs", "fut")
 
     def __init__(self, index: int, params: list, offsets: list, total: int, np_dtype):
         self.index = index
@@ -56,6 +57,7 @@ class _Bucket:
         self.flat = np.zeros(total, np.float32 if np_dtype == np.float16 else np_dtype)
         self.pending = 0
         self.req = None
+        self.fut = None               # a comm hook's Future (register_comm_hook) instead of req
         self.seq = 0                  # the all-reduce's number on the process group (for the watchdog)
         self.outs: dict = {}
 
@@ -99,10 +101,11 @@ class DistributedDataParallel(Module, Joinable):
     its own part of the batch, and after ``loss.backward()`` every rank's ``.grad`` holds the average of the
     ranks' gradients, so identical optimizer steps keep the replicas identical."""
 
-    def __init__(self, module, device_ids=None, output_device=None, dim: int = 0, broadcast_buffers: bool = True,
+    def __init__(self, module, device_ids=None, output_device=None, dim: int = 0, broadcast_buffers: bool | None = None,
                  init_sync: bool = True, process_group=None, bucket_cap_mb: float | None = None,
                  find_unused_parameters: bool = False, check_reduction: bool = False,
-                 gradient_as_bucket_view: bool = False, static_graph: bool = False, **unused_kwargs):
+                 gradient_as_bucket_view: bool = False, static_graph: bool = False,
+                 forward_sync_buffers: bool | None = None, **unused_kwargs):
         super().__init__()
         from . import api
         pg = api._group(process_group)
@@ -110,9 +113,23 @@ class DistributedDataParallel(Module, Joinable):
             raise ValueError("DistributedDataParallel: this rank is not a member of process_group")
         self.module = module
         self.process_group = pg
+        # as torch: device_ids/output_device are for accelerator modules; a cpu module given them is a ValueError
+        devices = {p.device for p in module.parameters()}
+        if devices and all(d.type == "cpu" for d in devices):
+            if device_ids or output_device:
+                raise ValueError("DistributedDataParallel device_ids and output_device arguments only work with "
+                                 "single-device/multiple-device GPU modules or CPU modules, but got device_ids "
+                                 f"{device_ids}, output_device {output_device}, and module parameters {devices}.")
+            device_ids = None
         self.device_ids = device_ids
         self.dim = dim
-        self.broadcast_buffers = broadcast_buffers
+        # torch 2.13: buffers are broadcast before forward unless forward_sync_buffers (or the deprecated
+        # broadcast_buffers) is False; broadcast_buffers=False also keeps them rank-local at construction
+        init_sync_buffers = _buffer_sync_args(broadcast_buffers, forward_sync_buffers)
+        self.forward_sync_buffers = (forward_sync_buffers if forward_sync_buffers is not None else
+                                     init_sync_buffers)
+        # torch: the previous forward ran with grad and sync; buffers are broadcast before a forward when it did
+        self.require_forward_param_sync = True
         self.find_unused_parameters = find_unused_parameters
         self.require_backward_grad_sync = True
         self.bucket_bytes_cap = int((_DEFAULT_BUCKET_MB if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
@@ -122,10 +139,9 @@ class DistributedDataParallel(Module, Joinable):
                                "that requires a gradient.")
         self._ddp_names = [n for n, _ in named]
         self._ddp_params = [p for _, p in named]
-        self._ddp_buffers = [b for b in module.buffers()]
         self._verify_same_model()
-        if init_sync:
-            self._broadcast(self._ddp_params + self._ddp_buffers)
+        if init_sync:   # every parameter (frozen ones too, as torch) and, unless kept local, every buffer
+            self._broadcast(self._module_states(init_sync_buffers))
         self._build_buckets()
         self._expect = False          # backward of the last forward must reduce
         self._remaining = 0
@@ -136,6 +152,7 @@ class DistributedDataParallel(Module, Joinable):
         self._divide_by_initial_world_size = True
         self._divisor = pg.size()     # what the summed gradients are divided by (join: maybe fewer ranks)
         ref = weakref.ref(self)
+        self._comm_hook = None        # (state, hook) of register_comm_hook
         self._ddp_handles = [p.register_hook(_hook(ref, i)) for i, p in enumerate(self._ddp_params)]
 
     # ---- construction ---------------------------------------------------------------------------------
@@ -149,8 +166,9 @@ class DistributedDataParallel(Module, Joinable):
                 raise RuntimeError(f"DistributedDataParallel: the model on rank {self.process_group.ranks[r]} "
                                    f"differs from rank {self.process_group.ranks[0]}'s: {diff[0]} vs {diff[1]}")
 
-    def _broadcast(self, tensors: list, src: int = 0) -> None:
-        """Every tensor takes the values of group rank ``src``: one MPI_Ibcast of all of them packed as bytes."""
+    def _broadcast(self, tensors: list, src: int = 0, bump: bool = True) -> None:
+        """Every tensor takes the values of group rank ``src``: one MPI_Ibcast of all of them packed as bytes
+        (``bump=False``: version counters kept, as torch's buffer sync before forward)."""
         from .api import _host_in, _write
         if not tensors:
             return
@@ -165,7 +183,7 @@ class DistributedDataParallel(Module, Joinable):
         with coretorch.no_grad():
             for t, h in zip(tensors, hosts):
                 n = h.nbytes
-                _write(t, packed[off:off + n].view(h.dtype).reshape(h.shape))
+                _write(t, packed[off:off + n].view(h.dtype).reshape(h.shape), bump)
                 off += n
 
     def _build_buckets(self) -> None:
@@ -211,14 +229,36 @@ class DistributedDataParallel(Module, Joinable):
         sync = coretorch.is_grad_enabled() and self.require_backward_grad_sync
         if self._join_config.enable:
             self._join_forward(sync)
-        elif self.broadcast_buffers and self._ddp_buffers and self.require_backward_grad_sync:
-            self._broadcast(self._ddp_buffers)
+        elif self.forward_sync_buffers and self.require_forward_param_sync:
+            # versions kept, as torch: a graph that saved a buffer may still be backpropagated after this forward
+            self._broadcast(self._ddp_buffers, bump=False)
         out = self.module(*inputs, **kwargs)
+        self.require_forward_param_sync = sync
         if sync:
             self._prepare(out)
         else:
             self._expect = False
         return out
+
+    @property
+    def broadcast_buffers(self) -> bool:
+        """Whether buffers are broadcast from rank 0 before each forward (``forward_sync_buffers``)."""
+        return self.forward_sync_buffers
+
+    @broadcast_buffers.setter
+    def broadcast_buffers(self, value: bool) -> None:
+        self.forward_sync_buffers = value
+
+    @property
+    def _ddp_buffers(self) -> list:
+        """The module's buffers, read again at each use: a module may reassign one (``self.n = self.n + 1``),
+        and the broadcast must reach the tensor the module holds now (as torch's ``_assign_modules_buffers``)."""
+        return list(self.module.buffers())
+
+    def _module_states(self, with_buffers: bool) -> list:
+        """Every parameter of the module (requires_grad or not) and, if asked, every buffer: what torch's
+        ``_sync_module_states`` broadcasts at construction and after join."""
+        return list(self.module.parameters()) + (self._ddp_buffers if with_buffers else [])
 
     @contextlib.contextmanager
     def no_sync(self):
@@ -230,6 +270,17 @@ class DistributedDataParallel(Module, Joinable):
             yield
         finally:
             self.require_backward_grad_sync = old
+
+    def register_comm_hook(self, state: object, hook) -> None:
+        """Communicate each gradient bucket with ``hook(state, bucket)`` (a ``GradBucket``) instead of the
+        all-reduce and division by the world size: the hook returns a Future whose value is the bucket's new
+        contents (``algorithms.ddp_comm_hooks.default_hooks.allreduce_hook`` is the default behaviour).
+        As torch, it can be registered once, before training."""
+        if self._comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
+        if not callable(hook):
+            raise TypeError(f"register_comm_hook: hook must be callable, got {type(hook).__name__}")
+        self._comm_hook = (state, hook)
 
     # ---- uneven inputs ----------------------------------------------------------------------------------
     def join(self, divide_by_initial_world_size: bool = True, enable: bool = True,
@@ -266,12 +317,13 @@ class DistributedDataParallel(Module, Joinable):
 
     def _join_forward(self, sync: bool) -> None:
         work = Join.notify_join_context(self)
-        active, sync_buffers, _ = self._join_info((int(self.require_backward_grad_sync), int(sync)))
+        active, sync_buffers, _ = self._join_info((int(self.require_forward_param_sync), int(sync)))
         if work is not None:
             work.wait()
         self._divisor = self.process_group.size() if self._divide_by_initial_world_size else len(active)
         if sync_buffers and self.broadcast_buffers and self._ddp_buffers:
-            self._broadcast(self._ddp_buffers, src=int(active.max()))   # as PyTorch: the highest rank still iterating
+            # as PyTorch: from the highest rank still iterating, version counters kept
+            self._broadcast(self._ddp_buffers, src=int(active.max()), bump=False)
 
     # ---- the reducer ------------------------------------------------------------------------------------
     def _prepare(self, output) -> None:
@@ -320,8 +372,12 @@ class DistributedDataParallel(Module, Joinable):
         comm = self.process_group.comm
         while self._next < len(buckets) and buckets[self._next].pending == 0:
             nb = buckets[self._next]
-            nb.seq = self.process_group._seq()
-            nb.req = comm.Iallreduce(MPI.IN_PLACE, nb.flat, op=MPI.SUM)
+            if self._comm_hook is not None:   # the hook communicates (and averages) the bucket itself
+                state, hook = self._comm_hook
+                nb.fut = hook(state, GradBucket(self, nb))
+            else:
+                nb.seq = self.process_group._seq()
+                nb.req = comm.Iallreduce(MPI.IN_PLACE, nb.flat, op=MPI.SUM)
             if self._remaining > 0:
                 self._ddp_stats["launched_during_backward"] += 1
             self._next += 1
@@ -332,14 +388,17 @@ class DistributedDataParallel(Module, Joinable):
         from .api import _allreduce_np, _write
         pg = self.process_group
         for b in self._buckets:
-            pg._wait([b.req], f"DistributedDataParallel gradient all_reduce (bucket {b.index})", b.seq)
+            if b.fut is not None:   # a comm hook's result replaces the bucket, already reduced and divided
+                np.copyto(b.flat, b.fut.wait().numpy(force=True).reshape(-1))
+            else:
+                pg._wait([b.req], f"DistributedDataParallel gradient all_reduce (bucket {b.index})", b.seq)
         used = self._used
         if self.find_unused_parameters:
             used = used.copy()
             _allreduce_np(pg, used, "MAX", "DistributedDataParallel all_reduce of the used-parameter mask")
         n = self._divisor if self._join_config.enable else pg.size()
         for b in self._buckets:
-            if n != 1:
+            if n != 1 and b.fut is None:
                 b.flat /= n
             for i, off in zip(b.params, b.offsets):
                 p = self._ddp_params[i]
@@ -359,9 +418,43 @@ class DistributedDataParallel(Module, Joinable):
                     out = p.grad
                 _write(out, vals)
             b.outs = {}
-            b.req = None
+            b.req = b.fut = None
         self._expect = False
         self._ddp_stats["reductions"] += 1
+
+
+class GradBucket:
+    """What a comm hook gets (``torch.distributed.GradBucket``): one bucket of flattened gradients."""
+
+    def __init__(self, ddp: DistributedDataParallel, bucket: _Bucket) -> None:
+        self._ddp = ddp
+        self._b = bucket
+        self._buf = coretorch.from_numpy(bucket.flat)   # shares the bucket's memory: in-place ops reach it
+
+    def index(self) -> int:
+        """The bucket's index (0: the first to be ready, holding the last parameters)."""
+        return self._b.index
+
+    def buffer(self) -> Tensor:
+        """The flattened gradients of the bucket's parameters (this rank's, not yet communicated)."""
+        return self._buf
+
+    def is_last(self) -> bool:
+        """Whether this is the last bucket of the iteration."""
+        return self._b.index == len(self._ddp._buckets) - 1
+
+    def set_buffer(self, tensor: Tensor) -> None:
+        """Replace the bucket's contents with ``tensor`` (same number of elements)."""
+        np.copyto(self._b.flat, tensor.numpy(force=True).reshape(-1))
+
+    def parameters(self) -> list:
+        """The bucket's parameters, in bucket order."""
+        return [self._ddp._ddp_params[i] for i in self._b.params]
+
+    def gradients(self) -> list:
+        """Views of ``buffer()`` shaped as each parameter."""
+        return [self._buf[off:off + p.numel()].view(tuple(p.shape))
+                for off, p in zip(self._b.offsets, self.parameters())]
 
 
 class _DDPJoinHook(JoinHook):
@@ -379,10 +472,15 @@ class _DDPJoinHook(JoinHook):
         pg = ddp.process_group
         active, sync_buffers, sync = ddp._join_info(None)
         if sync_buffers and ddp.broadcast_buffers and ddp._ddp_buffers:
-            ddp._broadcast(ddp._ddp_buffers, src=int(active.max()))
+            ddp._broadcast(ddp._ddp_buffers, src=int(active.max()), bump=False)
         if not sync:
             return
         for b in ddp._buckets:
+            if ddp._comm_hook is not None:   # as torch: the hook runs on a bucket of zeros, matching its collectives
+                state, hook = ddp._comm_hook
+                zeros = _Bucket(b.index, b.params, b.offsets, b.flat.size, b.flat.dtype)
+                hook(state, GradBucket(ddp, zeros)).wait()
+                continue
             _allreduce_np(pg, np.zeros_like(b.flat), "SUM", f"DistributedDataParallel gradient all_reduce (bucket "
                           f"{b.index}, shadowed by a joined rank)")
         if ddp.find_unused_parameters:
@@ -396,7 +494,23 @@ class _DDPJoinHook(JoinHook):
         pg = ddp.process_group
         src = np.array([pg.rank() if is_last_joiner else -1], np.int64)
         _allreduce_np(pg, src, "MAX", "DistributedDataParallel join (final model synchronisation)")
-        ddp._broadcast(ddp._ddp_params + (ddp._ddp_buffers if ddp.broadcast_buffers else []), src=int(src[0]))
+        ddp._broadcast(ddp._module_states(ddp.broadcast_buffers), src=int(src[0]))
+
+
+def _buffer_sync_args(broadcast_buffers: bool | None, forward_sync_buffers: bool | None) -> bool:
+    """Whether buffers are broadcast at construction, and torch 2.13's FutureWarnings for ``broadcast_buffers``."""
+    if broadcast_buffers is not None:
+        if forward_sync_buffers is not None:
+            warnings.warn("Both `broadcast_buffers` and `forward_sync_buffers` were specified. `broadcast_buffers` "
+                          "is deprecated and its value is ignored when `forward_sync_buffers` is provided.",
+                          FutureWarning, stacklevel=3)
+        else:
+            warnings.warn("`broadcast_buffers` is deprecated. Use `forward_sync_buffers` instead. IMPORTANT: unlike "
+                          "`broadcast_buffers=False`, `forward_sync_buffers=False` still syncs buffers at init.",
+                          FutureWarning, stacklevel=3)
+    if forward_sync_buffers is not None:
+        return True
+    return True if broadcast_buffers is None else bool(broadcast_buffers)
 
 
 def _hook(ref, i: int):

@@ -21,3 +21,7 @@ def coretorch_register_distributed(register):
     # `from coretorch.distributed.algorithms.join import Join`, as scripts write it for torch
     sys.modules.setdefault("coretorch.distributed.algorithms", algorithms)
     sys.modules.setdefault("coretorch.distributed.algorithms.join", algorithms.join)
+    from .algorithms import ddp_comm_hooks   # (register_comm_hook's default hooks, under torch's names)
+    sys.modules.setdefault("coretorch.distributed.algorithms.ddp_comm_hooks", ddp_comm_hooks)
+    sys.modules.setdefault("coretorch.distributed.algorithms.ddp_comm_hooks.default_hooks",
+                           ddp_comm_hooks.default_hooks)
