@@ -56,6 +56,7 @@ from typing import Any, Callable
 from ..nn.modules.module import Module
 from ..tensor import Tensor
 from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, ownnumbers as _ownnumbers
+from . import modstate as _modstate
 from . import dynfloat as _dynfloat, dynways as _dynways, forked as _forked, stance as _stance  # noqa: F401  (forked: a fork hook)
 from .capture import CaptureBusy, state
 from .exc import FailOnRecompileLimitHit, InvalidBackend, RecompileError, TorchDynamoException, Unsupported
@@ -135,7 +136,7 @@ class CompiledFunction:
             if not self._states:
                 return rk
             # (a number the call stores in optimizer state the code reads: a replay would not store it)
-            return rk, _guards.state_numbers(_guards.state_of(objs)[4])
+            return rk, _guards.state_numbers(_modstate.state_of(objs)[4])
         return now
 
     def _appended(self, args: tuple, kwargs: dict) -> frozenset:
@@ -164,13 +165,13 @@ class CompiledFunction:
         rid = (_guards.root_key(_guards.roots(self._orig_fn, ra, rk, self._gnames), self._anames, self._lens,
                                 appended), shape)
         st = self._state.get(rid)
-        if st is not None and _guards.structure(st[0], st[5]) != st[4]:  # a submodule or parameter replaced
+        if st is not None and _modstate.structure(st[0], st[5]) != st[4]:  # a submodule or parameter replaced
             st = None
         if st is None:
             if len(self._state) > 64:  # roots that change every call (a fresh argument object): keep it bounded
                 self._state.clear()
-            found = _guards.state_of(_guards.roots(self._orig_fn, ra, rk))
-            st = self._state[rid] = (*found[:4], _guards.structure(found[0], found[4]), found[4],
+            found = _modstate.state_of(_guards.roots(self._orig_fn, ra, rk))
+            st = self._state[rid] = (*found[:4], _modstate.structure(found[0], found[4]), found[4],
                                      frozenset(map(id, (*found[1], *found[3]))),
                                      _ownnumbers.tensor_attributes((*found[1], *found[3]), self._anames))
         lv = _guards.leaves(args, kwargs, appended)
@@ -178,7 +179,7 @@ class CompiledFunction:
         # them as one (and the step's write-backs of their data come at its end), so that is another capture
         # (the keyword names: leaves holds the values only, so f(x, a=t) and f(x, b=t) had one key; key(..., False):
         # st[4], in the key, holds the parameters' ids)
-        k: tuple = (rid, st[4], _guards.key(lv, st[0], st[1], st[2], st[3], False),
+        k: tuple = (rid, st[4], _modstate.key(lv, st[0], st[1], st[2], st[3], False),
                     tuple([i for i, a in enumerate(lv) if id(a) in st[6]]), tuple(kwargs),
                     _ownnumbers.key(self._orig_fn, st[5], self._anames, st[7]))
         if self._groups or self._states or self._bases:  # (each at its place: logs.FUNCTION_PARTS names them)

@@ -6,7 +6,7 @@ for the guards.
 A replay reads the tensors and numbers inside argument containers as its inputs (``guards.leaves`` flattens them),
 so a fresh container of the same shape each call (a data loader's ``{"x": ..., "y": ...}`` batch) needs no capture
 of its own: it is keyed by its structure (each container's type, a list's or tuple's length, a dict's keys in their
-order; :func:`shape`) and by its entries (``guards.key`` of the leaves), and not by its identity.  The objects inside
+order; :func:`shape`) and by its entries (``modstate.key`` of the leaves), and not by its identity.  The objects inside
 that are neither tensors nor numbers (a module, a config object) are roots as they would be as arguments
 (:func:`opened`).  A container the capture cannot treat as a fresh input keeps its identity in the key: a list the
 function only appends to (a counter: see ``guards.appended``), and any argument container the capture's result

@@ -51,7 +51,7 @@ def check(rec: Any, before: tuple, fn: Any, lv: list, params: list, plain: list,
 def _hook_fns(tensors: list) -> list:
     """The gradient hooks of ``tensors`` (``w.register_hook``, ``register_post_accumulate_grad_hook``): a replay's
     backward does not call them, so what their functions reach (``store["g"] = g``, ``norms.append(...)``) is
-    compared as a module hook's (see guards.module_numbers)."""
+    compared as a module hook's (see modstate.module_numbers)."""
     fns: list = []
     for t in tensors:
         d = t.__dict__

@@ -172,7 +172,7 @@ def check_graphs(rec: Any) -> None:
 
 
 def only_attributes(rec: Any, modules: Any, now: tuple, before: tuple) -> bool:
-    """Whether the modules' numbers (guards.module_numbers) ``before`` and ``now`` a capture's call differ only in
+    """Whether the modules' numbers (modstate.module_numbers) ``before`` and ``now`` a capture's call differ only in
     the tensor attributes the capture reads and writes where they live: their changes are written back (or a graph
     break where they cannot be), so they are no assignment a replay would miss."""
     if not rec.attr_exprs or now[0][0] != before[0][0]:  # (another count of attributes)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import builtins
 import functools
 import gc
-import os
 import re
 import sys
 import types
@@ -42,6 +41,8 @@ from ..tensor import Tensor
 from . import foreign as _foreign, hostrng as _hostrng, layouts as _layouts, made as _made, symbolic as _sym
 from . import attrs as _attrs, dynfloat as _dynfloat, rngundo as _rngundo, tailreads as _tail, versions as _versions
 from .config import config as _compile_config
+from .frames import _internal, _pairwise, _user_frame
+from .owners import _memory_of, _tensor_key
 from .exc import Unsupported
 from .declining import on_copies as _on_copies
 from .roots_state import check_late_grads, check_orphans, scheduler_counts
@@ -62,9 +63,6 @@ DATA_SHAPED = frozenset({"nonzero"})
 # Tensor methods that hand a value to Python: a graph break when user code calls them
 # (data_ptr: an address, another each call; a graph break in PyTorch too)
 USER_READS = ("item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__", "data_ptr")
-
-_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_THIS = os.path.dirname(os.path.abspath(__file__))
 
 state: dict[str, Any] = {"recorder": None}  # the active Recorder (is_compiling() reads it)
 # A capture patches process-wide functions (the kernel tables' kernels, Tensor methods, builtins.next, host RNG):
@@ -105,49 +103,6 @@ def data_read(why: str) -> None:
     if rec is not None and rec.active and not rec.symbolic and get_ident() == rec.thread and (
             rec.mutated or rec.segments):
         rec.graph_break(why)
-
-
-def _pairwise() -> bool:
-    """Whether the recorded query comes from the overlap check (``ops/_overlap.py``), a few frames up."""
-    f: Any = sys._getframe(2)
-    for _ in range(6):
-        if f is None:
-            return False
-        if f.f_code.co_filename.endswith(_OVERLAP):
-            return True
-        f = f.f_back
-    return False
-
-
-_OVERLAP = os.path.join("ops", "_overlap.py")
-
-
-def _internal(filename: str) -> bool:
-    return filename.startswith(_PKG) or os.sep + "coretorch_" in filename
-
-
-def _user_frame(core: bool = False) -> str:
-    """``file:line in function`` of the innermost frame outside coretorch and its plugins (with ``core``, also the
-    innermost core line that is not this package's, and the outermost plugin frame on the way: a hook of
-    DistributedDataParallel's reading a whole array says so)."""
-    f: Any = sys._getframe(1)
-    inner = plugin = None
-    while f is not None and _internal(f.f_code.co_filename):
-        if inner is None and not f.f_code.co_filename.startswith(_THIS):
-            inner = f
-        if os.sep + "coretorch_" in f.f_code.co_filename:
-            plugin = f
-        f = f.f_back
-    if f is None:
-        return "<unknown>"
-    where = f"{f.f_code.co_filename}:{f.f_lineno} in {f.f_code.co_name}"
-    if core and inner is not None:
-        where += f" (core: {os.path.relpath(inner.f_code.co_filename, _PKG)}:{inner.f_lineno}"
-        if plugin is not None and plugin is not inner:
-            name = plugin.f_code.co_filename
-            where += f", in {name[name.rindex(os.sep + 'coretorch_') + 1:]}:{plugin.f_lineno} {plugin.f_code.co_name}"
-        where += ")"
-    return where
 
 
 def _itself(obj: Any) -> Callable[[], Any]:
@@ -806,20 +761,6 @@ class Recorder(ResultEncoding):
         check_orphans(self, arrays, owners, states, result)
 
 
-def _tensor_key(t: Tensor) -> tuple:
-    """What a replay checks first of a tensor whose array it loads without a guard (see ``_resolve_pending``)."""
-    d = t._data
-    return (d.shape, d.dtype, id(t._be))
-
-
-def _state_key(opt: Any, p: Any, k: str) -> Any:
-    """:func:`_tensor_key` of ``opt.state[p][k]`` (None where it is missing or no tensor): what a replay checks
-    first of an optimizer state tensor the step's code reads."""
-    d = opt.state.get(p)
-    t = d.get(k) if isinstance(d, dict) else None
-    return _tensor_key(t) if isinstance(t, Tensor) else None
-
-
 def _escaped(obj: Any) -> bool:
     """A number in a symbolic recording's kernel arguments that is not a Sym: one computed from a hyper-parameter
     outside the recorded arithmetic (C code such as ``math.exp(lr)``) would replay stale.  Exempt: the small whole
@@ -843,18 +784,6 @@ def _subclasses(cls: type) -> list:
         out.append(c)
         todo.extend(c.__subclasses__())
     return out
-
-
-def _memory_of(a: Any) -> Any:
-    """The object owning ``a``'s memory (numpy's ``base`` chain, pyopencl's ``base_data``), or None."""
-    base = getattr(a, "base_data", None)
-    if base is not None:
-        return base
-    if isinstance(a, np.ndarray):  # (through the object of a view made from an ``__array_interface__``: as_strided)
-        while isinstance(b := a.base if isinstance(a.base, np.ndarray) else getattr(a.base, "base", None), np.ndarray):
-            a = b
-        return a
-    return None
 
 
 _orig_host_all_below = _util.host_all_below

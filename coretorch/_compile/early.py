@@ -11,7 +11,8 @@ import re
 from typing import Any
 
 from .. import _backend
-from .capture import LOAD_LINE, MUTATING, Recorder, _memory_of
+from .capture import LOAD_LINE, MUTATING, Recorder
+from .owners import _memory_of
 
 _VAR = re.compile(r"\ba\d+\b")
 # a checked read after a write (or after random draws only: see rngundo.py)

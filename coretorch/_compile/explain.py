@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..nn.modules.module import Module
-from . import guards
+from . import guards, modstate as _modstate
 from .module import ModuleCapture
 from .optimized import OptimizedModule
 from .replay import capture
@@ -43,7 +43,7 @@ def explain(fn: Callable, *args, **kwargs):
             cap = ModuleCapture(fn, fn) if isinstance(fn, Module) else ModuleCapture(fn.module, fn.fn)
             _, entry = cap._capture(a, kw, guards.leaves(a, kw), cap._state(), False)
         else:
-            _, entry = capture(fn, a, kw, guards.leaves(a, kw), guards.state_of(guards.roots(fn, a, kw)), False)
+            _, entry = capture(fn, a, kw, guards.leaves(a, kw), _modstate.state_of(guards.roots(fn, a, kw)), False)
         return ExplainOutput(entry.breaks, entry.launches)
     if not args and not kwargs:
         return run

@@ -42,7 +42,8 @@ from typing import Any
 from .. import _backend
 from .._backend import BINARY, UNARY
 from . import layouts as _layouts
-from .capture import LOAD_LINE, MUTATING, Recorder, _memory_of
+from .capture import LOAD_LINE, MUTATING, Recorder
+from .owners import _memory_of
 from .symbolic import Sym
 
 # the primitive elementwise kernels a group may hold (the device's ``fusable`` narrows it further)

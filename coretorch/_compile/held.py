@@ -14,7 +14,7 @@ from typing import Any
 from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
-from .capture import _internal
+from .frames import _internal
 from .dunders import code_names
 from .hostrng import _LIBS, _function_parts
 

@@ -1,7 +1,7 @@
 """The code a module's forward may run on the plain objects its modules hold: a loss object's ``__call__``
 (``self.crit = Loss(eps)``) and the methods of user-class objects kept as attributes, in a list or dict attribute,
 or as an attribute of one of those (a metrics tracker's ``self.tracker.update(y)``, a config's helper).  The guards
-read the attribute names and globals of that code (see ``guards._class_globals``), so a forward that changes such an
+read the attribute names and globals of that code (see ``modstate._class_globals``), so a forward that changes such an
 object's state (``self.vals.append(v)``, ``self.count += 1`` in ``update``) is seen as a write (a graph break: a
 replay would not repeat it), and one whose result depends on that state captures again when it changes."""
 from __future__ import annotations

@@ -14,7 +14,7 @@ import sys
 import warnings
 from typing import Any, Iterable
 
-from .capture import _internal
+from .frames import _internal
 from .exc import FailOnRecompileLimitHit
 from .stance import _where
 
@@ -60,7 +60,7 @@ def why(key: tuple, keys: Iterable[tuple], parts: tuple) -> str:
     return "; ".join(best) or "the number of parts of the key"
 
 
-# the parts of guards.key's tuple, and of a tensor argument's key (guards._leaf_key)
+# the parts of modstate.key's tuple, and of a tensor argument's key (guards._leaf_key)
 _TENSOR_PARTS = ("an argument", "which arguments share memory", "grad mode, a global mode or parametrize.cached()",
                  "a module's training flag", "the module hooks", "a module's attribute", "a parameter replaced",
                  "a parameter's shape, dtype, device or requires_grad", "which parameters' .grad are None",

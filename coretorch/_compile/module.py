@@ -24,10 +24,12 @@ from ..ops import _memfmt
 from ..ops._util import edge
 from ..tensor import Tensor, _make
 from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, outtree as _outtree
+from . import modstate as _modstate
 from . import attrs as _attrs, dynfloat as _dynfloat, dynways as _dynways, gradhooks as _gradhooks, stance as _stance
 from . import symbolic as _sym, symwatch as _symwatch
 from .config import config as _compile_config
-from .capture import CaptureBusy, Recorder, _find_hab_users, _memory_of, state
+from .capture import CaptureBusy, Recorder, _find_hab_users, state
+from .owners import _memory_of
 from .config import live_modules, recompile_limit_of
 from .replay import _VAR, RETRIES, Mismatch, backward_numbers, build_parts, check_process_state, process_state, \
     retried
@@ -291,9 +293,9 @@ class ModuleCapture:
 
     def _state(self):
         st = self.st
-        if st is None or _guards.structure(st[0]) != self.sig:  # first call, or a submodule added or replaced
-            st = self.st = _guards.state_of([self.module])
-            self.sig = _guards.structure(st[0])
+        if st is None or _modstate.structure(st[0]) != self.sig:  # first call, or a submodule added or replaced
+            st = self.st = _modstate.state_of([self.module])
+            self.sig = _modstate.structure(st[0])
             self.anames = None
         return st
 
@@ -311,7 +313,7 @@ class ModuleCapture:
             self.bases = not BASE_NAMES.isdisjoint(self.anames)
         # (which tensor arguments are views, where the forwards read ``x._vbase`` or a storage: see CompiledFunction;
         # key(..., False): self.sig, in the key, holds the parameters' ids)
-        key = (self.sig, _guards.key(lv, st[0], (), st[2], (), False), tuple(kwargs), _argtree.shape(args, kwargs),
+        key = (self.sig, _modstate.key(lv, st[0], (), st[2], (), False), tuple(kwargs), _argtree.shape(args, kwargs),
                tuple([a._vbase is None for a in lv if isinstance(a, Tensor)]) if self.bases else None)
         held = _argtree.held(args, kwargs) if kwargs or any(a.__class__ not in _argtree._PLAIN for a in args) else ()
         if held:  # (argument objects' state: a config's attributes the forward reads, a set's entries)
@@ -456,7 +458,7 @@ class ModuleCapture:
         entry.fp, entry.escape, entry.mkey, entry.branches = None, "", None, False
         try:
             rec.track(lv, params, buffers, plain, _attrs.attributes(modules))
-            before = _guards.module_numbers(modules)
+            before = _modstate.module_numbers(modules)
             process = process_state([*modules, *args, *kwargs.values()])  # (a module's ``self.rng``)
             nodes = [(a, a._gf) for a in lv if isinstance(a, Tensor) and a._gf is not None]
             hooks = _gradhooks.counts(lv, params)
@@ -471,7 +473,7 @@ class ModuleCapture:
                 rec.breaks.append("the forward assigns an entry or attribute of an argument (`batch[\"pred\"] = out`, "
                                   "`hidden.append(h)`, `cfg.step = 3`), which a replay would not repeat")
             check_process_state(rec, process)
-            _guards.check_module_writes(rec, modules, before)
+            _modstate.check_module_writes(rec, modules, before)
             if _gradhooks.counts(lv, params) != hooks:
                 rec.breaks.append("the forward registers a gradient hook on an input or a parameter "
                                   "(`x.register_hook(...)`, `x.retain_grad()`), which a replay would not register")
@@ -517,7 +519,7 @@ class ModuleCapture:
                     # modified in place, a gradient hook's ValueError), not at this forward
                     rec.breaks.append("the backward of the forward raises")
                 if not rec.breaks:  # a backward hook that wrote state ran with the placeholder gradients
-                    _guards.check_module_writes(rec, modules, before)
+                    _modstate.check_module_writes(rec, modules, before)
             if not rec.breaks:
                 rec.finish(None, lv)
                 if rec.attr_outputs:  # (a backward hook's ``mod.g = grad.clone()``: stored at the forward only)

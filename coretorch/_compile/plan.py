@@ -31,7 +31,8 @@ from typing import Any, Callable
 
 from .. import _backend
 from . import layouts as _layouts
-from .capture import Recorder, _memory_of
+from .capture import Recorder
+from .owners import _memory_of
 from .fusion import _Value
 
 _VAR = re.compile(r"\ba\d+\b")

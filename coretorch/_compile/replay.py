@@ -15,9 +15,11 @@ from .. import _backend
 from ..tensor import Tensor, _make
 from . import argtree, backends, fusion, hostfuse, hostrng, lower as _lower, plan as _plan
 from . import assigns as _assigns, attrs as _attrs, early as _early, flags as _flags, guards as _guards, made as _made
+from . import modstate as _modstate
 from . import dynfloat as _dynfloat, rngundo as _rngundo, symbolic as _sym, symwatch as _symwatch, tailreads as _tail
 from .symbolic import Sym
-from .capture import Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key
+from .capture import Recorder, _find_hab_users, _orig_host_all_below
+from .owners import _memory_of, _state_key, _tensor_key
 from .roots_state import iter_position, iterators_of, persistent_of, scheduler_counts
 from .hostrng import host_rng_state
 from .modes import modes as _modes
@@ -289,7 +291,7 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
             dyn: tuple = (), fp: bool = False) -> tuple[Any, _Entry]:
     """Run ``fn`` eagerly while recording; the result and the cache entry (no replay function after a break).
     ``root_key``: the cache's key of the roots now (a call that changes it is a graph break, see
-    guards.check_module_writes); ``dyn``: the float arguments passed as Syms, ``fp``: keep the capture's
+    modstate.check_module_writes); ``dyn``: the float arguments passed as Syms, ``fp``: keep the capture's
     fingerprint on the entry (see dynfloat.py)."""
     rec = Recorder(fullgraph)
     try:
@@ -314,7 +316,7 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
     rec.install()
     try:
         rec.track(lv, params, buffers, plain, _attrs.attributes(modules))
-        before = _guards.module_numbers(modules), root_key() if root_key is not None else None
+        before = _modstate.module_numbers(modules), root_key() if root_key is not None else None
         flags = _flags.before(modules)
         opts = list(st[5]) if len(st) > 5 else []
         assigned = _assigns.snapshot(fn, lv, params, plain, opts)
@@ -342,7 +344,7 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
         if any(scheduler_counts().get(i, c) != c for i, c in scheds.items() if i not in rec.sched_stepped):
             rec.graph_break("the call stepped an LR scheduler through a method bound before the capture (`then = "
                             "sched.step`), which a replay would not repeat: call `sched.step()` in the function")
-        _flags.replayed(rec, modules, flags, lambda: _guards.check_module_writes(rec, modules, before[0]))
+        _flags.replayed(rec, modules, flags, lambda: _modstate.check_module_writes(rec, modules, before[0]))
         _assigns.check(rec, assigned, fn, lv, params, plain, opts)
         if why := _made.changed_outside(rec):
             rec.graph_break(why)

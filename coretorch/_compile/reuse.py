@@ -1,4 +1,4 @@
-"""The modules' user attributes' key (guards._module_numbers), reused while every attribute is the same object as
+"""The modules' user attributes' key (modstate._module_numbers), reused while every attribute is the same object as
 at the last call (``is``, one pass in C): an entry whose key depends on that object alone (a Python number, string or
 None by value, a tuple or any other object keyed by identity) keeps its key; the others (a list's, dict's or plain
 object's contents, a function's closure numbers, a value-keyed object, a plain tensor's shape: see attrs.py) have
@@ -18,7 +18,7 @@ from .keyvalues import _SCALAR_SET, BY_VALUE, _sc
 
 def module_key(raw: list, memo: list) -> tuple:
     """The key of the attribute values ``raw``: each number, string or None by value, anything else by ``memo[1]``
-    (guards._object_key), and their classes; ``memo``: [the last call's (raw, key, entries computed again), that
+    (modstate._object_key), and their classes; ``memo``: [the last call's (raw, key, entries computed again), that
     function, guards._opened, then :func:`globals_key`'s]."""
     m = memo[0]
     if m is not None and len(m[0]) == len(raw) and (all(map(is_, raw, m[0])) or m[3] and all(

@@ -42,7 +42,7 @@ def _made_here(rec: Any, arr: Any) -> bool:
     one's memory)."""
     if id(arr) not in rec.var or id(arr) in rec.owner:
         return False
-    from .capture import _memory_of  # (capture imports this module)
+    from .owners import _memory_of
     mem = _memory_of(arr)
     if mem is None:
         return True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .capture import _internal
+from .frames import _internal
 
 _SLOTS: dict[type, tuple] = {}
 

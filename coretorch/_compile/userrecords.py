@@ -26,7 +26,7 @@ from types import BuiltinFunctionType, FunctionType, ModuleType
 from typing import Any
 
 from ..tensor import Tensor
-from .capture import _internal
+from .frames import _internal
 from .dunders import code_names, global_loads
 from .held import _user_class
 from .hostrng import _LIBS

@@ -10,7 +10,7 @@ from . import creation as _creation, reduction as _R
 from .pointwise import abs as _abs, eq, isnan, le, logical_and, logical_not, logical_or, lt, mul, sub, where
 from ._out import write_out
 from ._util import bind_late
-from .special import _check, _out
+from ._special_util import _check, _out
 
 __all__: list[str] = ["isinf", "isfinite", "isposinf", "isneginf", "isreal", "isclose", "allclose", "equal", "isin",
                       "is_nonzero", "is_complex"]
