@@ -32,7 +32,7 @@ def leaf_grad_dtype(t: Any) -> Any:
     return t.dtype if g is UNSET else g
 
 
-def check_assigned_grad(t: Any, value: Any, tensor_cls: type) -> None:
+def check_assigned_grad(t: Any, value: Any, tensor_cls: Any) -> None:
     """PyTorch's checks of ``t.grad = value`` (value not None), in its order."""
     if not isinstance(value, tensor_cls):
         raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")

@@ -90,7 +90,7 @@ def encode_object(enc: Any, obj: Any, path: str, depth: int) -> dict:
                                    f"items (coretorch.save: {path[:200]})")
     func, args, state, listitems, dictitems = (*rv, None, None, None)[:5]
     node: dict[str, Any]
-    if func is copyreg.__newobj__:  # cls.__new__(cls, *args)
+    if func is getattr(copyreg, "__newobj__"):  # cls.__new__(cls, *args)
         node = {"new": _global(args[0], path), "args": enc.item(tuple(args[1:]), "", path, depth)}
     elif func is getattr(copyreg, "__newobj_ex__", None):  # cls.__new__(cls, *args, **kwargs)
         node = {"new": _global(args[0], path), "args": enc.item(tuple(args[1]), "", path, depth),
@@ -184,7 +184,7 @@ def decode_object(dec: Any, node: dict, kind: str, depth: int) -> Any:
         if not isinstance(cls, type):
             raise dec.bad(f"object {k} is made by {cls!r}, which is not a class")
         kwargs = dec.decode(node["kwargs"], depth + 1) if "kwargs" in node else {}
-        obj = cls.__new__(cls, *args, **kwargs)
+        obj: Any = cls.__new__(cls, *args, **kwargs)
     elif "call" in node:
         obj = _resolve(dec, node["call"])(*args)
     else:

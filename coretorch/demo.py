@@ -331,7 +331,7 @@ def _run(args, progress: dict) -> int:
     t_train, cpu_train = time.perf_counter(), time.process_time()
     for epoch in range(start_epoch + 1, args.epochs + 1):
         # the shuffle depends only on (seed, epoch): a resumed run sees the batches an uninterrupted one would
-        loader = DataLoader(train, batch_size=args.batch_size, shuffle=True,
+        loader: DataLoader = DataLoader(train, batch_size=args.batch_size, shuffle=True,
                             generator=np.random.default_rng((args.seed, epoch)))
         model.train()
         seen = correct = 0

@@ -247,7 +247,8 @@ def random_split(dataset, lengths, generator=None) -> list:
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     perm = _rng(generator).permutation(n).tolist()
-    out, start = [], 0
+    out: list = []
+    start = 0
     for length in lengths:
         out.append(Subset(dataset, perm[start:start + length]))
         start += length

@@ -105,11 +105,13 @@ def gather_object(obj, object_gather_list: list | None = None, dst: int | None =
     sizes = np.zeros(n, np.int64) if mine else None
     pg._wait([pg.comm.Igather(np.array([blob.size], np.int64), sizes, root=root)], "gather_object", pg._seq())
     if mine:
+        assert sizes is not None and object_gather_list is not None
         displ = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         out = np.empty(int(sizes.sum()), np.uint8)
         rbuf = [out, sizes, displ, MPI.BYTE]
     pg._wait([pg.comm.Igatherv(blob, rbuf if mine else None, root=root)], "gather_object", pg._seq())
     if mine:
+        assert sizes is not None and object_gather_list is not None
         for i, (d, k) in enumerate(zip(displ.tolist(), sizes.tolist())):
             object_gather_list[i] = pickle.loads(out[d:d + k].tobytes())
 

@@ -152,7 +152,7 @@ class DistributedDataParallel(Module, Joinable):
         self._divide_by_initial_world_size = True
         self._divisor = pg.size()     # what the summed gradients are divided by (join: maybe fewer ranks)
         ref = weakref.ref(self)
-        self._comm_hook = None        # (state, hook) of register_comm_hook
+        self._comm_hook: tuple | None = None  # (state, hook) of register_comm_hook
         self._ddp_handles = [p.register_hook(_hook(ref, i)) for i, p in enumerate(self._ddp_params)]
 
     # ---- construction ---------------------------------------------------------------------------------
