@@ -9,14 +9,17 @@ start of each epoch for a new order.
 from __future__ import annotations
 
 import math
+from typing import TypeVar
 
 import numpy as np
 from coretorch.utils.data import Sampler
 
+_T_co = TypeVar("_T_co", covariant=True)
+
 __all__ = ["DistributedSampler"]
 
 
-class DistributedSampler(Sampler):
+class DistributedSampler(Sampler[_T_co]):  # (generic, as torch's: DistributedSampler[int])
     """A sampler that gives each rank its own shard of ``dataset`` (``torch.utils.data.DistributedSampler``).
 
     Every rank draws the same permutation (seeded with ``seed + epoch``) and takes every ``num_replicas``-th index

@@ -333,3 +333,14 @@ def test_distributed_sampler_set_epoch_reshuffles_identically_on_every_rank():
     assert [int(v) for v in seen] == list(samplers[1]) and len(loader) == 3        # rank 1's shard of epoch 0
     with pytest.raises(ValueError, match="Invalid rank 2"):
         DistributedSampler(data, num_replicas=2, rank=2)
+
+
+def test_distributed_sampler_is_generic():
+    """torch's ``DistributedSampler(Sampler[_T_co])`` is generic: ``DistributedSampler[int]`` in a type annotation
+    or a subclass (``class MySampler(DistributedSampler[int])``) works; coretorch's raised TypeError."""
+    from coretorch.utils.data import DistributedSampler
+
+    class Mine(DistributedSampler[int]):
+        pass
+    s = Mine(list(range(5)), num_replicas=2, rank=1, shuffle=False)
+    assert list(s) == [1, 3, 0] and DistributedSampler[int] is not None
