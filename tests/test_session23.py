@@ -73,3 +73,17 @@ def test_bmm_checks_the_inner_size_and_dtype_names_are_cpp_names(device):
                         (torch.int64, torch.float16, "long int != c10::Half")]:
         with pytest.raises(RuntimeError, match=f"^expected m1 and m2 to have the same dtype, but got: {names}$"):
             torch.ones(2, 3, dtype=a, device=device) @ torch.ones(3, 2, dtype=b, device=device)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_threshold_of_half_types_compares_in_float(device, dtype):
+    """PyTorch's threshold kernels compare a half-type input with the threshold in float (opmath): a bfloat16
+    0.10009765625 is above 0.1 and kept, as is its gradient.  coretorch before: 0.1 was rounded to bfloat16 first
+    (0.10009765625), so the value was replaced by ``value`` and its gradient zeroed.  float16 rounds 0.1 below 0.1:
+    replaced in both."""
+    x = torch.tensor([0.1, -1.0, 5.0], device=device).to(dtype).requires_grad_(True)
+    y = torch.nn.functional.threshold(x, 0.1, 7.0)
+    y.sum().backward()
+    kept = dtype == torch.bfloat16
+    assert y.float().tolist() == [float(x[0]) if kept else 7.0, 7.0, 5.0]
+    assert x.grad.float().tolist() == [1.0 if kept else 0.0, 0.0, 1.0]

@@ -17,7 +17,7 @@ from ...ops import reduction as _R
 from ...ops._util import norm_dim as _norm_dim
 from ...tensor import Tensor, _make
 from ._activation_pwl import (HardtanhBackward0, LeakyReluBackward0, LeakyReluBackward1, ThresholdBackward0,
-                              ThresholdBackward1)
+                              ThresholdBackward1, le_threshold)
 from ._common import _check_tensor, _needs_graph, _no_grad, _record
 
 # ---------------------------------------------------------------------------------------------
@@ -115,7 +115,7 @@ def threshold(input, threshold, value, inplace=False):
         out = _P.where(_P.le(x, thr), val, x).to(input.dtype)
     else:  # (a NaN input stays NaN, its gradient 1: PyTorch's test)
         out = _pointwise_node(ThresholdBackward1 if inplace else ThresholdBackward0, x,
-                              lambda v: _P.where(_P.le(v, threshold), value, v), threshold=threshold)
+                              lambda v: _P.where(le_threshold(v, threshold), value, v), threshold=threshold)
     return _inplace_result(input, out) if inplace else out
 
 

@@ -15,6 +15,15 @@ from ...autograd.grad_mode import state as _gs
 from ...autograd.graph import Node
 from ...ops import pointwise as _P, reduction as _R
 from ...tensor import Tensor
+from ... import dtypes as _dt
+
+_HALVES = (_dt.float16, _dt.bfloat16)
+
+
+def le_threshold(x: Tensor, threshold) -> Tensor:
+    """``x <= threshold`` as PyTorch's threshold kernels compare: in float for half types (its opmath), so a
+    bfloat16 0.10009765625 is above a threshold of 0.1 (rounding 0.1 to bfloat16 first made it equal)."""
+    return _P.le(x.float() if x.dtype in _HALVES else x, threshold)
 
 
 def linked(grad: Tensor, x: Tensor, node: Node) -> Tensor:
@@ -31,7 +40,7 @@ class ThresholdBackward0(Node):
 
     def backward(self, g):
         (x,) = self.saved()
-        return (linked(_P.where(_P.le(x, self.threshold), 0.0, g), x, self),)
+        return (linked(_P.where(le_threshold(x, self.threshold), 0.0, g), x, self),)
 
 
 class LeakyReluBackward0(Node):
