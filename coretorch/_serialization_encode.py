@@ -26,6 +26,10 @@ _FACTORIES: dict[str, Any] = {"None": None, "list": list, "dict": dict, "set": s
 # numpy scalar types save restores as themselves (others are stored as their Python value)
 _NP_SCALARS = frozenset(("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
                          "float32", "float64"))
+# the containers stored as the format's own kinds: these exact types (subclasses, named tuples included, are saved
+# through the reduce protocol as pickle saves them, so that they load as themselves)
+_SEQUENCES = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}
+_MAPPINGS = {dict: "dict", OrderedDict: "OrderedDict", Counter: "Counter", defaultdict: "defaultdict"}
 _ST_NAMES = {np.dtype(v): k for k, v in (*_ST_TYPES.items(), *_ST_ARRAY_ONLY.items())}
 
 
@@ -42,6 +46,7 @@ class _Encoder:
         self.keep: list = []  # keep encoded objects alive so that their ids stay unique
         self.names: list[str] = []  # the path of keys leading to the object being encoded ("": none)
         self.memo: dict[int, int] = {}  # id -> number of the objects saved through their reduce protocol
+        self.mutable: dict[int, dict] = {}  # id -> node of the lists, sets and dicts saved (see _shared)
 
     def _new_name(self, obj, arr: np.ndarray) -> str:
         base = ".".join([n for n in self.names if n]) or "tensor"
@@ -136,36 +141,57 @@ class _Encoder:
         if isinstance(obj, (list, tuple, set, frozenset, dict)) and depth >= _MAX_DEPTH:
             raise ValueError(f"coretorch.save: {path[:200]} nests containers more than {_MAX_DEPTH} levels deep, "
                              "more than coretorch.load accepts")
-        if isinstance(obj, (list, tuple, set, frozenset)):
-            kind = "Size" if isinstance(obj, Size) else {list: "list", tuple: "tuple", set: "set",
-                                                          frozenset: "frozenset"}.get(type(obj))
-            if kind is None:  # named tuples and other subclasses are stored as their base type
-                kind = next(k for c, k in ((list, "list"), (tuple, "tuple"), (frozenset, "frozenset"),
-                                           (set, "set")) if isinstance(obj, c))
+        kind = _SEQUENCES.get(type(obj))
+        if kind is None and isinstance(obj, Size):
+            kind = "Size"
+        if kind is not None:
+            node = self._shared(obj, kind) if kind in ("list", "set") else {}
+            if "ref" in node:
+                return node
             items = [self.item(v, str(i), f"{path}[{i}]", depth) for i, v in enumerate(obj)]
             if kind in ("set", "frozenset"):  # a set's order depends on string hashing: sort for identical bytes
                 items.sort(key=lambda v: json.dumps(v, sort_keys=True))
-            return {kind: items}
-        if isinstance(obj, dict):
-            kind = "Counter" if isinstance(obj, Counter) else "OrderedDict" if isinstance(obj, OrderedDict) \
-                else "defaultdict" if isinstance(obj, defaultdict) else "dict"
+            node[kind] = items
+            return node
+        kind = _MAPPINGS.get(type(obj))
+        if kind is not None:
+            node = self._shared(obj, kind)
+            if "ref" in node:
+                return node
             factory = None
-            if isinstance(obj, defaultdict):
+            if kind == "defaultdict":
                 factory = next((n for n, f in _FACTORIES.items() if obj.default_factory is f), None)
                 if factory is None:
                     raise TypeError(f"coretorch.save: cannot save {path[:200]}, a defaultdict whose default_factory "
                                     f"is {obj.default_factory!r}; supported are {', '.join(_FACTORIES)} (coretorch "
                                     "never pickles)")
-            out: dict[str, Any] = {kind: [[self.key(k, path, depth), self.item(v, str(k), f"{path}[{k!r}]", depth)]
-                          for k, v in obj.items()]}
+            node[kind] = [[self.key(k, path, depth), self.item(v, str(k), f"{path}[{k!r}]", depth)]
+                          for k, v in obj.items()]
             if factory is not None:
-                out["factory"] = factory
+                node["factory"] = factory
             meta = getattr(obj, "_metadata", None)  # nn.Module.state_dict() keeps version info here
             if isinstance(meta, dict):
-                out["_metadata"] = self.item(meta, "_metadata", f"{path}._metadata", depth)
-            return out
-        from ._serialization_objects import encode_object  # (a class, a function, a module, a user object)
+                node["_metadata"] = self.item(meta, "_metadata", f"{path}._metadata", depth)
+            return node
+        # a class, a function, a module, a user object; and a named tuple, a dict or list subclass, which keep their
+        # type (and attributes) as pickle keeps them
+        from ._serialization_objects import encode_object
         return encode_object(self, obj, path, depth)
+
+    def _shared(self, obj, kind: str) -> dict:
+        """The node to fill for the list, set or dict ``obj`` (its kind key first, as the decoder reads it); or, if
+        ``obj`` was already reached, ``{"ref": k}``, its first node then marked ``"memo": k``: a list or dict
+        reached twice loads as one object, and one that contains itself loads as a cycle, as pickle's memo keeps
+        them (PyTorch: ``a = []; torch.save({"x": a, "y": a})`` loads with ``x is y``)."""
+        first = self.mutable.get(id(obj))
+        if first is not None:
+            if "memo" not in first:
+                first["memo"] = self.memo[id(obj)] = len(self.memo)
+            return {"ref": first["memo"]}
+        node: dict[str, Any] = {kind: None}
+        self.mutable[id(obj)] = node
+        self.keep.append(obj)  # (a transient container, a reduce's dict of items, must not lend its id to another)
+        return node
 
     def item(self, v, name: str, path: str, depth: int):
         self.names.append(name)

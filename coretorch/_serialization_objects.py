@@ -21,6 +21,7 @@ import os
 import pickle
 import sys
 import types
+from collections import Counter, OrderedDict
 from typing import Any
 
 __all__ = ["encode_object", "decode_object", "default_weights_only"]
@@ -121,6 +122,8 @@ def _state(enc: Any, obj: Any, state: Any, path: str, depth: int) -> Any:
 
 # ---- loading ------------------------------------------------------------------------------------------------
 def _weights_only_error(name: str) -> pickle.UnpicklingError:
+    if name.startswith("builtins."):  # (PyTorch names builtins bare: ``GLOBAL eval``)
+        name = name[len("builtins."):]
     return pickle.UnpicklingError(
         "Weights only load failed. This file can still be loaded, to do so you have two options, \x1b[1mdo those "
         "steps only if you trust the source of the checkpoint\x1b[0m. \n\t(1) In PyTorch 2.6, we changed the default "
@@ -135,10 +138,35 @@ def _weights_only_error(name: str) -> pickle.UnpicklingError:
         "https://pytorch.org/docs/stable/generated/torch.load.html.")
 
 
+def _refused(why: str) -> pickle.UnpicklingError:
+    """PyTorch's error for a step its weights-only unpickler refuses even with the globals allowed."""
+    return pickle.UnpicklingError(
+        "Weights only load failed. In PyTorch 2.6, we changed the default value of the `weights_only` argument in "
+        "`torch.load` from `False` to `True`. Re-running `torch.load` with `weights_only` set to `False` will "
+        "likely succeed, but it can result in arbitrary code execution. Do it only if you got the file from a "
+        "trusted source.\nPlease file an issue with the following so that we can make `weights_only=True` "
+        f"compatible with your use case: WeightsUnpickler error: \n\n{why}\n\nCheck the documentation of "
+        "torch.load to learn more about types accepted by default with weights_only "
+        "https://pytorch.org/docs/stable/generated/torch.load.html.")
+
+
+def _default_allowed() -> list:
+    """The coretorch counterparts of the globals PyTorch's weights-only unpickler allows without
+    ``add_safe_globals`` (``torch._weights_only_unpickler._get_allowed_globals``): a class attribute or argument
+    naming one of them loads by default, as in PyTorch."""
+    import codecs
+    from collections import Counter, OrderedDict
+    from .device import device
+    from .nn.parameter import Parameter
+    from .tensor import Size, Tensor
+    return [OrderedDict, Counter, set, complex, bytearray, (codecs.encode, "_codecs.encode"), Size, Tensor, device,
+            Parameter]
+
+
 def _allowed() -> dict[str, Any]:
     from ._serialization_args import get_safe_globals
     out: dict[str, Any] = {}
-    for g in get_safe_globals():
+    for g in (*_default_allowed(), *get_safe_globals()):
         if isinstance(g, tuple):
             out[g[1]] = g[0]
         else:
@@ -191,9 +219,19 @@ def decode_object(dec: Any, node: dict, kind: str, depth: int) -> Any:
         raise dec.bad(f"object {k} says neither how it is made")
     dec.memo[k] = obj
     if "state" in node:
-        _setstate(obj, dec.decode(node["state"], depth + 1))
+        state = dec.decode(node["state"], depth + 1)
+        # PyTorch's BUILD under weights_only: only an instance of an allowed type has its state set (a call of an
+        # allowed function must not reach the __setstate__ of whatever it returned)
+        if dec.weights_only and type(obj) not in (dec.allowed or {}).values():
+            raise _refused("Can only build Tensor, Parameter, OrderedDict or types allowlisted via "
+                           f"`add_safe_globals`, but got {type(obj)}")
+        _setstate(obj, state)
     if "list" in node:
         items = dec.decode(node["list"], depth + 1)
+        if not isinstance(items, list):
+            raise dec.bad(f"the items of object {k} are not a list")
+        if dec.weights_only and type(obj) is not list:  # (PyTorch's APPENDS: lists only)
+            raise _refused(f"Can only {'append to' if len(items) == 1 else 'extend'} lists, but got {type(obj)}")
         extend = getattr(obj, "extend", None)
         if extend is not None:
             extend(items)
@@ -201,7 +239,13 @@ def decode_object(dec: Any, node: dict, kind: str, depth: int) -> Any:
             for v in items:
                 obj.append(v)
     if "dict" in node:
-        for key, v in dec.decode(node["dict"], depth + 1).items():
+        items = dec.decode(node["dict"], depth + 1)
+        if not isinstance(items, dict):
+            raise dec.bad(f"the items of object {k} are not a dict")
+        if dec.weights_only and type(obj) not in (dict, OrderedDict, Counter):  # (PyTorch's SETITEMS)
+            raise _refused(f"Can only SETITEM{'' if len(items) == 1 else 'S'} for dict, collections.OrderedDict, "
+                           f"collections.Counter, but got {type(obj)}")
+        for key, v in items.items():
             obj[key] = v
     return obj
 

@@ -274,6 +274,13 @@ class _Decoder:
         if kind in ("list", "tuple", "set", "frozenset", "Size"):
             if not isinstance(val, list):
                 raise self.bad(f"{kind} payload is not a list")
+            if "memo" in node and kind in ("list", "set"):  # reached more than once, or inside itself
+                out = self.remember(node["memo"], [] if kind == "list" else set())
+                try:
+                    (out.extend if kind == "list" else out.update)(self.decode(v, depth + 1) for v in val)
+                except TypeError as e:
+                    raise self.bad(str(e)) from None
+                return out
             items = [self.decode(v, depth + 1) for v in val]
             try:
                 from .tensor import Size
@@ -290,6 +297,8 @@ class _Decoder:
                 out = defaultdict(_FACTORIES[node["factory"]])
             else:
                 out = {"dict": dict, "OrderedDict": OrderedDict, "Counter": Counter}[kind]()
+            if "memo" in node:
+                self.remember(node["memo"], out)
             for k, v in val:
                 key = self.decode(k, depth + 1)
                 try:
@@ -318,6 +327,13 @@ class _Decoder:
         if kind in ("global", "object", "ref"):
             return _objects.decode_object(self, node, kind, depth)
         raise self.bad(f"unknown element {kind!r}")
+
+    def remember(self, k, obj):
+        """Register ``obj`` as object ``k`` (a list or dict saved once and reached again through ``{"ref": k}``)."""
+        if type(k) is not int or k in self.memo:
+            raise self.bad(f"bad object number {k!r}")
+        self.memo[k] = obj
+        return obj
 
     def checked(self, name, node) -> np.ndarray:
         """The array ``name`` of the file, checked against the structure's record of it."""

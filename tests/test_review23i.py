@@ -1,0 +1,148 @@
+"""Review 23i: whole objects in ``coretorch.save``/``coretorch.load`` (coretorch/_serialization_objects.py), compared
+adversarially with PyTorch 2.13 (``torch.save(obj)``, then ``torch.load`` with ``weights_only=False``/``True``, with
+and without ``torch.serialization.safe_globals``): named tuples and container subclasses keep their type, shared
+and self-containing lists and dicts keep their identity, the weights-only rules on what may be built, appended to
+and filled (PyTorch's BUILD/APPENDS/SETITEMS checks) and PyTorch's default allow-list, and crafted files (the
+structure edited in the safetensors header) that must never import or call anything under ``weights_only=True``.
+
+Values written as literals were computed with PyTorch 2.13 and are the spec where a docstring says so."""
+from __future__ import annotations
+
+import collections
+import io
+import pickle
+
+import pytest
+
+import coretorch as torch
+from coretorch.serialization import safe_globals
+
+Point = collections.namedtuple("Point", "x y")
+
+
+class MyDict(dict):
+    pass
+
+
+class MyList(list):
+    pass
+
+
+class Plain:
+    pass
+
+
+class Factory:
+    """An object rebuilt by calling a module-level function (``make_plain``) that returns another class."""
+
+    def __reduce__(self):
+        return (make_plain, (), {"v": 2})
+
+
+def make_plain():
+    return Plain.__new__(Plain)
+
+
+def _roundtrip(obj, **load_kw):
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    buf.seek(0)
+    return torch.load(buf, **load_kw)
+
+
+# ---- SILENT: types and identities pickle keeps ----------------------------------------------------------------
+def test_named_tuples_and_container_subclasses_keep_their_type(device):
+    """PyTorch (pickle) loads a named tuple back as the named tuple (``ck.x`` works), a dict or list subclass as
+    that subclass with its attributes.  coretorch before: stored them as their base type, so they loaded as a
+    plain tuple, dict or list (``ck.x`` an AttributeError, the subclass's methods and attributes gone)."""
+    t = torch.arange(3.0, device=device)
+    d = MyDict(a=1, t=t)
+    d.note = "kept"
+    ck = _roundtrip({"p": Point(t, 2), "d": d, "l": MyList([1, 2])}, weights_only=False)
+    assert type(ck["p"]) is Point and ck["p"].y == 2 and torch.equal(ck["p"].x, t)
+    assert type(ck["d"]) is MyDict and ck["d"]["a"] == 1 and ck["d"].note == "kept"
+    assert torch.equal(ck["d"]["t"], t)
+    assert type(ck["l"]) is MyList and ck["l"] == [1, 2]
+    with safe_globals([Point]):  # PyTorch: a named tuple loads under weights_only once its class is allowed
+        assert type(_roundtrip(Point(1, 2), weights_only=True)) is Point
+
+
+def test_a_named_tuple_needs_its_class_allowed_under_weights_only():
+    """PyTorch 2.13: ``torch.load`` (weights_only=True) of a named tuple raises UnpicklingError naming
+    ``GLOBAL <module>.Point``.  coretorch before: it loaded silently as a plain tuple."""
+    with pytest.raises(pickle.UnpicklingError, match=rf"GLOBAL {__name__}\.Point was not an allowed global"):
+        _roundtrip(Point(1, 2), weights_only=True)
+
+
+def test_a_list_or_dict_reached_twice_loads_as_one_object():
+    """PyTorch (pickle's memo): ``a = [1]; torch.save({"x": a, "y": a})`` loads with ``ck["x"] is ck["y"]``
+    (appending through one shows through the other), dicts likewise, inside objects too; a list that contains
+    itself saves and loads as a cycle.  coretorch before: two independent copies, and a self-containing list
+    raised ValueError ("nests containers more than 100 levels deep") at save."""
+    a, d = [1], {"k": 1}
+    ck = _roundtrip({"x": a, "y": a, "d": [d, d]})
+    assert ck["x"] is ck["y"] and ck["d"][0] is ck["d"][1]
+    ck["x"].append(2)
+    assert ck["y"] == [1, 2]
+    o = Plain()
+    o.x = [torch.ones(2)]
+    o.y = o.x
+    with safe_globals([Plain]):
+        back = _roundtrip(o)
+    assert back.x is back.y and torch.equal(back.x[0], torch.ones(2))
+    loop: list = [1]
+    loop.append(loop)
+    back = _roundtrip(loop)
+    assert back[1] is back and back[0] == 1
+    dloop: dict = {}
+    dloop["me"] = dloop
+    back = _roundtrip(dloop, weights_only=False)
+    assert back["me"] is back
+
+
+# ---- SECURITY / parity: what weights_only=True builds ---------------------------------------------------------
+def test_weights_only_builds_only_allowed_types():
+    """PyTorch 2.13's weights-only unpickler sets the state (BUILD) only of an instance of an allowed type: an
+    allowed function returning another class's instance raises "Can only build Tensor, Parameter, OrderedDict or
+    types allowlisted via `add_safe_globals`, but got <class '...Plain'>".  coretorch before: it called that
+    instance's ``__setstate__``/updated its ``__dict__`` (code of a class nobody allowed)."""
+    with safe_globals([make_plain]):
+        with pytest.raises(pickle.UnpicklingError, match="Can only build Tensor, Parameter, OrderedDict or types "
+                                                         r"allowlisted via `add_safe_globals`, but got .*Plain"):
+            _roundtrip(Factory(), weights_only=True)
+    assert _roundtrip(Factory(), weights_only=False).v == 2
+
+
+def test_weights_only_appends_only_to_lists_and_sets_items_only_of_dicts():
+    """PyTorch 2.13 (weights_only=True): appending items to anything but an exact ``list`` raises "Can only
+    extend lists, but got <class '...MyList'>", setting items of anything but dict/OrderedDict/Counter "Can only
+    SETITEMS for dict, collections.OrderedDict, collections.Counter, but got <class '...MyDict'>", even with the
+    subclass allowed.  coretorch before: loaded them as plain list/dict (and would call any object's ``extend``
+    or ``__setitem__``)."""
+    with safe_globals([MyList, MyDict]):
+        with pytest.raises(pickle.UnpicklingError, match=r"Can only extend lists, but got .*MyList"):
+            _roundtrip(MyList([1, 2]), weights_only=True)
+        with pytest.raises(pickle.UnpicklingError, match=r"Can only SETITEMS for dict, collections.OrderedDict, "
+                                                         r"collections.Counter, but got .*MyDict"):
+            _roundtrip(MyDict(a=1, b=2), weights_only=True)
+
+
+def test_pytorchs_default_allowed_globals_load_without_safe_globals():
+    """PyTorch 2.13 allows by default (``_get_allowed_globals``) ``collections.OrderedDict``/``Counter``,
+    ``builtins.set``/``complex``/``bytearray``, ``torch.Size``, ``torch.Tensor``, ``torch.device`` and
+    ``torch.nn.Parameter``: an object attribute naming one of those classes loads with weights_only=True.
+    coretorch before: UnpicklingError for each."""
+    classes = {"od": collections.OrderedDict, "c": collections.Counter, "s": set, "z": complex,
+               "b": bytearray, "size": torch.Size, "t": torch.Tensor, "dev": torch.device,
+               "p": torch.nn.Parameter}
+    back = _roundtrip(classes, weights_only=True)
+    assert all(back[k] is v for k, v in classes.items())
+
+
+def test_a_refused_builtin_is_named_as_pytorch_names_it():
+    """PyTorch 2.13 names a refused builtin bare: "Unsupported global: GLOBAL eval was not an allowed global by
+    default. Please use `torch.serialization.add_safe_globals([eval])`".  coretorch before: "GLOBAL
+    builtins.eval", "add_safe_globals([builtins.eval])"."""
+    with pytest.raises(pickle.UnpicklingError, match=r"GLOBAL eval was not an allowed global by default\. Please "
+                                                     r"use `torch.serialization.add_safe_globals\(\[eval\]\)`"):
+        _roundtrip({"f": eval}, weights_only=True)
