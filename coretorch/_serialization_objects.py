@@ -154,13 +154,13 @@ def _default_allowed() -> list:
     """The coretorch counterparts of the globals PyTorch's weights-only unpickler allows without
     ``add_safe_globals`` (``torch._weights_only_unpickler._get_allowed_globals``): a class attribute or argument
     naming one of them loads by default, as in PyTorch."""
-    import codecs
     from collections import Counter, OrderedDict
     from .device import device
     from .nn.parameter import Parameter
     from .tensor import Size, Tensor
-    return [OrderedDict, Counter, set, complex, bytearray, (codecs.encode, "_codecs.encode"), Size, Tensor, device,
-            Parameter]
+    # (not ``_codecs.encode``, which pickle uses for bytes, stored as such here: a crafted codec name would import
+    # an ``encodings`` module, and load must import nothing)
+    return [OrderedDict, Counter, set, complex, bytearray, Size, Tensor, device, Parameter]
 
 
 def _allowed() -> dict[str, Any]:
@@ -212,6 +212,8 @@ def decode_object(dec: Any, node: dict, kind: str, depth: int) -> Any:
         if not isinstance(cls, type):
             raise dec.bad(f"object {k} is made by {cls!r}, which is not a class")
         kwargs = dec.decode(node["kwargs"], depth + 1) if "kwargs" in node else {}
+        if type(kwargs) is not dict or not all(isinstance(key, str) for key in kwargs):
+            raise dec.bad(f"the keyword arguments of object {k} are not a dict of strings")
         obj: Any = cls.__new__(cls, *args, **kwargs)
     elif "call" in node:
         obj = _resolve(dec, node["call"])(*args)
@@ -225,7 +227,7 @@ def decode_object(dec: Any, node: dict, kind: str, depth: int) -> Any:
         if dec.weights_only and type(obj) not in (dec.allowed or {}).values():
             raise _refused("Can only build Tensor, Parameter, OrderedDict or types allowlisted via "
                            f"`add_safe_globals`, but got {type(obj)}")
-        _setstate(obj, state)
+        _setstate(dec, obj, state)
     if "list" in node:
         items = dec.decode(node["list"], depth + 1)
         if not isinstance(items, list):
@@ -250,7 +252,7 @@ def decode_object(dec: Any, node: dict, kind: str, depth: int) -> Any:
     return obj
 
 
-def _setstate(obj: Any, state: Any) -> None:
+def _setstate(dec: Any, obj: Any, state: Any) -> None:
     """pickle's BUILD: ``__setstate__``, else the instance dict (and slots) updated."""
     setstate = getattr(obj, "__setstate__", None)
     if setstate is not None and getattr(type(obj), "__setstate__", None) is not getattr(object, "__setstate__", 0):
@@ -259,6 +261,8 @@ def _setstate(obj: Any, state: Any) -> None:
     slots = None
     if isinstance(state, tuple) and len(state) == 2:
         state, slots = state
+    if not (state is None or isinstance(state, dict)) or not (slots is None or isinstance(slots, dict)):
+        raise dec.bad(f"the state of a {type(obj).__qualname__} is neither a dict nor a (dict, slots dict) pair")
     if state:
         obj.__dict__.update(state)
     if slots:
