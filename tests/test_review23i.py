@@ -191,3 +191,19 @@ def test_crafted_malformed_objects_give_clean_errors(weights_only):
                  {"object": 0, "new": od, "state": {"tuple": [{"dict": []}, 3]}}):
         with pytest.raises(RuntimeError, match="corrupted or was tampered with"):
             torch.load(_crafted(node), weights_only=weights_only)
+
+
+def test_a_generator_loads_with_only_generator_allowed(device):
+    """PyTorch 2.13 saves a Generator as ``Generator(device)`` plus ``__setstate__((seed, offset, state))``, so
+    ``torch.load`` with ``safe_globals([torch.Generator])`` restores it (the same stream of numbers follows).
+    coretorch before: it was saved through ``coretorch.ops.random._rebuild_generator``, an internal function a
+    PyTorch user cannot know to allow (UnpicklingError naming it)."""
+    g = torch.Generator(device).manual_seed(5)
+    torch.rand(3, generator=g, device=device)
+    buf = io.BytesIO()
+    torch.save({"gen": g}, buf)
+    buf.seek(0)
+    with safe_globals([torch.Generator]):
+        back = torch.load(buf)["gen"]
+    assert type(back) is torch.Generator and back.device == g.device and back.initial_seed() == 5
+    assert torch.equal(torch.rand(4, generator=back, device=device), torch.rand(4, generator=g, device=device))
