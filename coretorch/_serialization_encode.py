@@ -61,9 +61,10 @@ class _Encoder:
         self.keep.append(obj)
         return name
 
-    def tensor(self, t) -> dict:
+    def tensor(self, t, path: str = "obj", depth: int = 0) -> dict:
         from .tensor import Tensor
         name = self.ids.get(id(t))
+        first = name is None
         if name is None:
             key, name = self._same_view(t)
             if name is None:
@@ -78,6 +79,9 @@ class _Encoder:
         nn = _nn()
         if nn is not None and isinstance(t, getattr(nn, "Parameter", ())) and type(t) is not Tensor:
             out["parameter"] = True
+        attrs = tensor_attrs(t) if first else None
+        if attrs:  # PyTorch keeps a tensor's Python attributes (``p.tag = 3``), as the tensor's state
+            out["attrs"] = self.item(attrs, "", f"{path}.__dict__", depth)
         return out
 
     def _same_view(self, t) -> tuple[tuple | None, str | None]:
@@ -127,7 +131,7 @@ class _Encoder:
                 return float(obj)
             return {"float": repr(float(obj))}  # 'inf', '-inf', 'nan'
         if isinstance(obj, Tensor):
-            return self.tensor(obj)
+            return self.tensor(obj, path, depth)
         if isinstance(obj, np.ndarray):
             return self.ndarray(obj, path)
         if isinstance(obj, (bytes, bytearray)):
@@ -208,6 +212,16 @@ class _Encoder:
             raise TypeError(f"coretorch.save: a {type(k).__name__} used as a dict key in {path[:200]} cannot be "
                             "saved (keys are numbers, strings, bytes, None or tuples of them)")
         return self.encode(k, path, depth + 1)
+
+
+def tensor_attrs(t) -> dict:
+    """The Python attributes a user set on tensor ``t``: its ``__dict__`` less coretorch's own bookkeeping
+    (``_grad``, ``_vbase``, ...: each has a class-level default on the tensor's type)."""
+    d = getattr(t, "__dict__", None)
+    if not d:
+        return {}
+    cls = type(t)
+    return {k: v for k, v in d.items() if not hasattr(cls, k)}
 
 
 def _crc32(arr: np.ndarray) -> int:

@@ -238,7 +238,7 @@ class _Decoder:
         if not isinstance(node, dict) or not node:
             raise self.bad(f"unexpected structure element {type(node).__name__}")
         if "tensor" in node:
-            return self.tensor(node)
+            return self.tensor(node, depth)
         if "ndarray" in node:
             name = node["ndarray"]
             if name in self.cache:
@@ -351,7 +351,22 @@ class _Decoder:
         self.used.add(name)
         return arr
 
-    def tensor(self, node):
+    def tensor(self, node, depth: int = 0):
+        t = self._tensor(node)
+        if "attrs" in node:
+            self.set_attrs(t, node["attrs"], depth)
+        return t
+
+    def set_attrs(self, t, attrs_node, depth: int) -> None:
+        """Restore the Python attributes saved with a tensor (PyTorch's tensor state); names of coretorch's own
+        bookkeeping or dunders are refused: a crafted file must not rewrite a tensor's internals."""
+        attrs = self.decode(attrs_node, depth + 1)
+        if type(attrs) is not dict or not all(isinstance(k, str) and not k.startswith("__")
+                                              and not hasattr(type(t), k) for k in attrs):
+            raise self.bad("bad tensor attributes")
+        t.__dict__.update(attrs)
+
+    def _tensor(self, node):
         name = node.get("tensor")
         if name in self.cache:
             t = self.cache[name]

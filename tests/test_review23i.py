@@ -14,6 +14,7 @@ import json
 import pickle
 import sys
 
+import numpy as np
 import pytest
 
 import coretorch as torch
@@ -207,3 +208,34 @@ def test_a_generator_loads_with_only_generator_allowed(device):
         back = torch.load(buf)["gen"]
     assert type(back) is torch.Generator and back.device == g.device and back.initial_seed() == 5
     assert torch.equal(torch.rand(4, generator=back, device=device), torch.rand(4, generator=g, device=device))
+
+
+def test_python_attributes_of_tensors_and_parameters_are_kept(device):
+    """PyTorch saves a tensor's Python attributes as its state and restores them, under weights_only=True too
+    (``t.note = "x"``, ``p.tag = 3``, a model's ``weight.extra``; sharding and quantization code marks its
+    parameters so).  coretorch before: silently dropped (``AttributeError`` on the loaded tensor); its own
+    bookkeeping (``_grad``, ``_vbase``) is still not saved, and a crafted file cannot set it."""
+    t = torch.ones(2, device=device)
+    t.note = "x"
+    t.me = t
+    p = torch.nn.Parameter(torch.ones(2, device=device))
+    p.tag = 3
+    p.scale = torch.full((1,), 2.0, device=device)
+    ck = _roundtrip({"t": t, "p": p})
+    assert ck["t"].note == "x" and ck["t"].me is ck["t"]
+    assert type(ck["p"]) is torch.nn.Parameter and ck["p"].tag == 3 and ck["p"].scale.tolist() == [2.0]
+    m = torch.nn.Linear(2, 2).to(device)
+    m.weight.extra = "w"
+    with safe_globals([torch.nn.Linear]):
+        assert _roundtrip(m).weight.extra == "w"
+    x = torch.ones(2, device=device, requires_grad=True)
+    (x * 2).sum().backward()
+    back = _roundtrip({"x": x})["x"]
+    assert back.grad is None and not vars(back).get("_accum")
+    from coretorch import serialization
+    node = {"tensor": "tensor", "dtype": "float32", "shape": [1], "device": "cpu", "attrs": {"dict": [["_grad", 1]]}}
+    arr = np.ones(1, np.float32)
+    node["crc32"] = serialization._crc32(arr)
+    raw = io.BytesIO(serialization._serialize({"tensor": arr}, json.dumps(node)))
+    with pytest.raises(RuntimeError, match="bad tensor attributes"):
+        torch.load(raw)
