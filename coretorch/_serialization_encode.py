@@ -39,6 +39,8 @@ class _Encoder:
     keys and indices that reaches it (``fc1.weight`` in a state dict, ``model.fc1.weight`` in a dict of state
     dicts), so that other safetensors readers see meaningful names; a name already taken gets ``#2``, ``#3``."""
 
+    max_depth = _MAX_DEPTH  # (for ._serialization_objects, which does not import this module)
+
     def __init__(self) -> None:
         self.arrays: dict[str, np.ndarray] = {}
         self.ids: dict[int, str] = {}

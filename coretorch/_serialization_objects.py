@@ -114,6 +114,11 @@ def encode_object(enc: Any, obj: Any, path: str, depth: int) -> dict:
 def _state(enc: Any, obj: Any, state: Any, path: str, depth: int) -> Any:
     from .nn.modules.module import Module
     if isinstance(obj, Module) and type(state) is dict:  # tensors named as in the state dict: ``fc.weight``
+        # (this dict node is one level below the object, as load counts it: a model that saves must load)
+        depth += 1
+        if depth >= enc.max_depth:
+            raise ValueError(f"coretorch.save: {path[:200]} nests containers more than {enc.max_depth} levels deep, "
+                             "more than coretorch.load accepts")
         return {"dict": [[enc.key(k, path, depth),
                           enc.item(v, "" if k in _MODULE_DICTS else str(k), f"{path}.{k}", depth)]
                          for k, v in state.items()]}
