@@ -24,7 +24,7 @@ import types
 from collections import Counter, OrderedDict
 from typing import Any
 
-__all__ = ["encode_object", "decode_object", "default_weights_only"]
+__all__ = ["encode_object", "decode_object", "default_weights_only", "unsafe_globals"]
 
 # the key of a module's state whose dicts hold its members: not part of the names of the tensors inside
 _MODULE_DICTS = frozenset(("_parameters", "_buffers", "_modules"))
@@ -177,6 +177,24 @@ def _allowed() -> dict[str, Any]:
         else:
             out[f"{getattr(g, '__module__', '')}.{getattr(g, '__qualname__', getattr(g, '__name__', ''))}"] = g
     return out
+
+
+def unsafe_globals(structure: Any) -> list[str]:
+    """The ``module.qualname`` of every class and function a saved structure names that ``load`` with
+    ``weights_only=True`` would refuse now (PyTorch's ``get_unsafe_globals_in_checkpoint``): read from the JSON
+    alone, nothing imported."""
+    found: set[str] = set()
+    stack = [structure]
+    while stack:  # (iterative: the structure may be deep)
+        node = stack.pop()
+        if isinstance(node, dict):
+            g = node.get("global")
+            if isinstance(g, list) and len(g) == 2 and all(isinstance(x, str) for x in g):
+                found.add(f"{g[0]}.{g[1]}")
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return sorted(found.difference(_allowed()))
 
 
 def _resolve(dec: Any, node: Any) -> Any:

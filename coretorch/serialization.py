@@ -690,8 +690,28 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None 
     return obj
 
 
+def get_unsafe_globals_in_checkpoint(f) -> list[str]:
+    """The classes and functions (``"module.qualname"`` strings) a checkpoint names that ``load`` with
+    ``weights_only=True`` would refuse: neither allowed by default nor by ``add_safe_globals``/``safe_globals``.
+    Only the header is read; nothing is imported or built.  A plain safetensors file names none."""
+    src = _Source(f, False)
+    try:
+        _n, _entries, meta = _read_header(src)
+        name = src.name
+    finally:
+        src.close()
+    if meta is None:
+        return []
+    try:
+        structure = json.loads(meta.get("coretorch.structure", ""), parse_constant=_no_constant)
+    except (ValueError, RecursionError) as e:
+        raise _corrupted(name, f"the coretorch structure is not valid JSON: {type(e).__name__}: {e}") from None
+    return _objects.unsafe_globals(structure)
+
+
 # PyTorch's weights_only switches (._serialization_args): accepted and checked, though coretorch never unpickles
-__all__ += ["add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
+__all__ += ["add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
+            "get_unsafe_globals_in_checkpoint"]
 
 
 def _st_type(name: str) -> np.dtype:

@@ -262,3 +262,22 @@ def test_a_deeply_nested_model_that_saves_also_loads():
         back = torch.load(buf, weights_only=False)
         assert type(back) is torch.nn.Sequential
     assert saved >= 5
+
+
+def test_get_unsafe_globals_in_checkpoint_lists_what_weights_only_would_refuse(tmp_path):
+    """PyTorch 2.13's ``torch.serialization.get_unsafe_globals_in_checkpoint(f)`` lists the globals of a checkpoint
+    that ``weights_only=True`` would refuse (not allowed by default nor by ``safe_globals``), reading it without
+    importing anything: here ``Plain``, ``Point`` and ``Linear`` (``OrderedDict`` is allowed by default).
+    coretorch before: the function did not exist (AttributeError)."""
+    o = Plain()
+    o.p = Point(torch.nn.Linear(1, 1), collections.OrderedDict)
+    path = tmp_path / "ck.pt"
+    torch.save({"o": o}, path)
+    lin = f"{torch.nn.Linear.__module__}.Linear"
+    unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(path)
+    assert sorted(unsafe) == sorted([f"{__name__}.Plain", f"{__name__}.Point", lin])
+    with safe_globals([Plain, Point]):
+        assert torch.serialization.get_unsafe_globals_in_checkpoint(str(path)) == [lin]
+        with safe_globals([torch.nn.Linear]):
+            assert torch.serialization.get_unsafe_globals_in_checkpoint(path) == []
+            assert type(torch.load(path)["o"].p) is Point
