@@ -89,7 +89,7 @@ def encode_object(enc: Any, obj: Any, path: str, depth: int) -> dict:
     if not isinstance(rv, tuple) or not 2 <= len(rv) <= 6:
         raise pickle.PicklingError(f"{type(obj).__qualname__}.__reduce__ must return a string or a tuple of 2 to 6 "
                                    f"items (coretorch.save: {path[:200]})")
-    func, args, state, listitems, dictitems = (*rv, None, None, None)[:5]
+    func, args, state, listitems, dictitems, setter = (*rv, None, None, None, None)[:6]
     node: dict[str, Any]
     if func is getattr(copyreg, "__newobj__"):  # cls.__new__(cls, *args)
         node = {"new": _global(args[0], path), "args": enc.item(tuple(args[1:]), "", path, depth)}
@@ -103,6 +103,8 @@ def encode_object(enc: Any, obj: Any, path: str, depth: int) -> dict:
     enc.keep.append(obj)
     node = {"object": k, **node}
     if state is not None:
+        if setter is not None:  # (the reduce's state_setter: called with the object and its state at load)
+            node["setter"] = _global(setter, path)
         node["state"] = _state(enc, obj, state, path, depth)
     if listitems is not None:
         node["list"] = enc.item(list(listitems), "", path, depth)
@@ -244,13 +246,19 @@ def decode_object(dec: Any, node: dict, kind: str, depth: int) -> Any:
         raise dec.bad(f"object {k} says neither how it is made")
     dec.memo[k] = obj
     if "state" in node:
+        setter = _resolve(dec, node["setter"]) if "setter" in node else None  # (named before the state, as pickle)
         state = dec.decode(node["state"], depth + 1)
         # PyTorch's BUILD under weights_only: only an instance of an allowed type has its state set (a call of an
         # allowed function must not reach the __setstate__ of whatever it returned)
-        if dec.weights_only and type(obj) not in (dec.allowed or {}).values():
+        if setter is not None:  # pickle calls a reduce's state_setter instead of __setstate__
+            if dec.weights_only:  # (PyTorch's weights-only unpickler has no POP, which pickle writes for it)
+                raise _refused("Unsupported operand 48")
+            setter(obj, state)
+        elif dec.weights_only and type(obj) not in (dec.allowed or {}).values():
             raise _refused("Can only build Tensor, Parameter, OrderedDict or types allowlisted via "
                            f"`add_safe_globals`, but got {type(obj)}")
-        _setstate(dec, obj, state)
+        else:
+            _setstate(dec, obj, state)
     if "list" in node:
         items = dec.decode(node["list"], depth + 1)
         if not isinstance(items, list):

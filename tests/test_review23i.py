@@ -281,3 +281,35 @@ def test_get_unsafe_globals_in_checkpoint_lists_what_weights_only_would_refuse(t
         with safe_globals([torch.nn.Linear]):
             assert torch.serialization.get_unsafe_globals_in_checkpoint(path) == []
             assert type(torch.load(path)["o"].p) is Point
+
+
+def set_via_setter(obj, state):
+    obj.v = ("setter", state)
+
+
+class WithSetter:
+    """``__reduce__`` with a ``state_setter`` (its 6th item, Python 3.8+), which pickle calls instead of
+    ``__setstate__``."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __reduce__(self):
+        return (WithSetter, (0,), {"x": self.v}, None, None, set_via_setter)
+
+    def __setstate__(self, state):
+        self.v = ("__setstate__", state)
+
+
+def test_a_reduce_state_setter_is_called_as_pickle_calls_it():
+    """PyTorch (pickle) restores an object whose ``__reduce__`` gives a ``state_setter`` by calling it:
+    ``v == ("setter", {"x": 5})``; under weights_only=True it names the setter if not allowed, and refuses it
+    allowed ("Unsupported operand 48": its unpickler lacks POP).  coretorch before: the 6th item was ignored, and
+    ``__setstate__`` ran instead (a silently different object), under weights_only=True too."""
+    assert _roundtrip(WithSetter(5), weights_only=False).v == ("setter", {"x": 5})
+    with safe_globals([WithSetter]):
+        with pytest.raises(pickle.UnpicklingError, match=rf"GLOBAL {__name__}\.set_via_setter was not an allowed"):
+            _roundtrip(WithSetter(5))
+        with safe_globals([set_via_setter]):
+            with pytest.raises(pickle.UnpicklingError, match="Unsupported operand 48"):
+                _roundtrip(WithSetter(5))
