@@ -155,8 +155,10 @@ class _Encoder:
             if "ref" in node:
                 return node
             items = [self.item(v, str(i), f"{path}[{i}]", depth) for i, v in enumerate(obj)]
-            if kind in ("set", "frozenset"):  # a set's order depends on string hashing: sort for identical bytes
-                items.sort(key=lambda v: json.dumps(v, sort_keys=True))
+            if kind in ("set", "frozenset"):  # a set's order depends on string hashing: sort for identical bytes,
+                keys = [json.dumps(v, sort_keys=True) for v in items]  # unless an item refers to an object saved in
+                if not any('"ref":' in k for k in keys):  # another one: load reads them in order, definition first
+                    items = [v for _, v in sorted(zip(keys, items), key=lambda kv: kv[0])]
             node[kind] = items
             return node
         kind = _MAPPINGS.get(type(obj))
