@@ -9,8 +9,10 @@ in the safetensors data, named by the keys reaching them: a module's ``fc.weight
 ``{"ref": k}`` (shared submodules and tied layers stay shared).  Nothing is pickled.
 
 ``load`` rebuilds them under PyTorch's ``weights_only`` rules: with ``weights_only=True`` (the default, as since
-PyTorch 2.6) a global is used only if ``torch.serialization.add_safe_globals`` / ``safe_globals`` allowed it, and
-is never imported (PyTorch's ``UnpicklingError`` names the one missing); with ``weights_only=False`` any importable
+PyTorch 2.6) a global is used only if PyTorch allows it by default or ``torch.serialization.add_safe_globals`` /
+``safe_globals`` allowed it, and is never imported (PyTorch's ``UnpicklingError`` names the one missing); only an
+instance of an allowed class has its state set, only an exact list or dict its items (PyTorch's BUILD, APPENDS
+and SETITEMS checks); with ``weights_only=False`` any importable
 global is (creating the objects runs their classes' code: load such files only from a trusted source, as PyTorch's
 pickle files)."""
 from __future__ import annotations
