@@ -28,8 +28,9 @@ _NP_SCALARS = frozenset(("bool", "int8", "int16", "int32", "int64", "uint8", "ui
                          "float32", "float64"))
 # the containers stored as the format's own kinds: these exact types (subclasses, named tuples included, are saved
 # through the reduce protocol as pickle saves them, so that they load as themselves)
-_SEQUENCES = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}
-_MAPPINGS = {dict: "dict", OrderedDict: "OrderedDict", Counter: "Counter", defaultdict: "defaultdict"}
+_SEQUENCES: dict[type, str] = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}
+_MAPPINGS: dict[type, str] = {dict: "dict", OrderedDict: "OrderedDict", Counter: "Counter",
+                              defaultdict: "defaultdict"}
 _ST_NAMES = {np.dtype(v): k for k, v in (*_ST_TYPES.items(), *_ST_ARRAY_ONLY.items())}
 
 

@@ -275,12 +275,12 @@ class _Decoder:
             if not isinstance(val, list):
                 raise self.bad(f"{kind} payload is not a list")
             if "memo" in node and kind in ("list", "set"):  # reached more than once, or inside itself
-                out = self.remember(node["memo"], [] if kind == "list" else set())
+                made = self.remember(node["memo"], [] if kind == "list" else set())
                 try:
-                    (out.extend if kind == "list" else out.update)(self.decode(v, depth + 1) for v in val)
+                    (made.extend if kind == "list" else made.update)(self.decode(v, depth + 1) for v in val)
                 except TypeError as e:
                     raise self.bad(str(e)) from None
-                return out
+                return made
             items = [self.decode(v, depth + 1) for v in val]
             try:
                 from .tensor import Size
