@@ -82,8 +82,11 @@ def encode_object(enc: Any, obj: Any, path: str, depth: int) -> dict:
     k = enc.memo.get(id(obj))
     if k is not None:
         return {"ref": k}
-    if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
+    if isinstance(obj, (type, types.FunctionType)) or (
+            isinstance(obj, types.BuiltinFunctionType) and isinstance(getattr(obj, "__self__", None),
+                                                                     (types.ModuleType, type(None)))):
         return _global(obj, path)
+    # (a builtin method bound to an object, ``lst.append``, ``dict.fromkeys``: its reduce, ``getattr(obj, name)``)
     reduce = copyreg.dispatch_table.get(type(obj))
     rv = reduce(obj) if reduce is not None else obj.__reduce_ex__(2)  # (pickle's TypeError for a lock, a generator)
     if isinstance(rv, str):  # a module-level singleton

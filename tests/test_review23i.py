@@ -341,3 +341,15 @@ def test_a_set_whose_items_refer_to_each_other_loads():
     torch.save({"s": {"b", "a", 3}}, buf1)
     torch.save({"s": {3, "a", "b"}}, buf2)
     assert buf1.getvalue() == buf2.getvalue()
+
+
+def test_builtin_methods_bound_to_objects_save_as_pickle_saves_them():
+    """PyTorch (pickle) saves a builtin method bound to an object (``lst.append`` as a callback, ``dict.fromkeys``)
+    through its reduce, ``getattr(obj, name)``: it loads bound to the loaded object.  coretorch before:
+    PicklingError "attribute lookup list.append on __main__ failed" at save."""
+    lst = [1]
+    ck = _roundtrip({"f": lst.append, "l": lst, "g": dict.fromkeys, "len": len}, weights_only=False)
+    ck["f"](2)
+    assert ck["l"] == [1, 2] and ck["g"]("ab") == {"a": None, "b": None} and ck["len"] is len
+    with pytest.raises(pickle.UnpicklingError, match="GLOBAL getattr was not an allowed global"):
+        _roundtrip({"f": lst.append})
