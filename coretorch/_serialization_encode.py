@@ -226,7 +226,11 @@ def tensor_attrs(t) -> dict:
     if not d:
         return {}
     cls = type(t)
-    return {k: v for k, v in d.items() if not hasattr(cls, k)}
+    return {k: v for k, v in d.items() if k not in _INTERNAL_ATTRS and not hasattr(cls, k)}
+
+
+# coretorch's own bookkeeping in a tensor's __dict__ without a class-level default: a sparse tensor's COO form
+_INTERNAL_ATTRS = frozenset(("_coo",))
 
 
 def _crc32(arr: np.ndarray) -> int:

@@ -49,8 +49,8 @@ from ._serialization_args import (add_safe_globals, check_load_args as _check_lo
                                   check_save_args as _check_save_args, clear_safe_globals, get_safe_globals,
                                   safe_globals)
 from . import dtypes as _dtypes
-from ._serialization_encode import (_DTYPE_NAMES, _FACTORIES, _MAX_DEPTH, _NP_SCALARS, _ST_ARRAY_ONLY, _ST_NAMES,
-                                    _ST_TYPES, _crc32, _Encoder, _nn)
+from ._serialization_encode import (_DTYPE_NAMES, _FACTORIES, _INTERNAL_ATTRS, _MAX_DEPTH, _NP_SCALARS,
+                                    _ST_ARRAY_ONLY, _ST_NAMES, _ST_TYPES, _crc32, _Encoder, _nn)
 
 __all__ = ["save", "load", "FORMAT", "VERSION"]
 
@@ -361,8 +361,8 @@ class _Decoder:
         """Restore the Python attributes saved with a tensor (PyTorch's tensor state); names of coretorch's own
         bookkeeping or dunders are refused: a crafted file must not rewrite a tensor's internals."""
         attrs = self.decode(attrs_node, depth + 1)
-        if type(attrs) is not dict or not all(isinstance(k, str) and not k.startswith("__")
-                                              and not hasattr(type(t), k) for k in attrs):
+        if type(attrs) is not dict or not all(isinstance(k, str) and not k.startswith("__") and k not in
+                                              _INTERNAL_ATTRS and not hasattr(type(t), k) for k in attrs):
             raise self.bad("bad tensor attributes")
         t.__dict__.update(attrs)
 

@@ -353,3 +353,14 @@ def test_builtin_methods_bound_to_objects_save_as_pickle_saves_them():
     assert ck["l"] == [1, 2] and ck["g"]("ab") == {"a": None, "b": None} and ck["len"] is len
     with pytest.raises(pickle.UnpicklingError, match="GLOBAL getattr was not an allowed global"):
         _roundtrip({"f": lst.append})
+
+
+def test_sparse_and_buffer_tensors_save_no_internals():
+    """A guard for the tensor attributes kept above: coretorch's own bookkeeping without a class default (a sparse
+    tensor's COO form) is not saved as an attribute, so such a tensor still loads under weights_only=True; an
+    ``nn.Buffer``'s ``persistent`` flag is a Python attribute in PyTorch too, and is kept."""
+    s = torch.sparse_coo_tensor([[0, 1], [1, 0]], [1.0, 2.0], (2, 2))
+    back = _roundtrip({"s": s})["s"]
+    assert back.to_dense().tolist() == [[0.0, 1.0], [2.0, 0.0]]
+    buf = torch.nn.Buffer(torch.ones(2), persistent=False)
+    assert _roundtrip({"b": buf})["b"].persistent is False
