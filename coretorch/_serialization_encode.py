@@ -82,6 +82,12 @@ class _Encoder:
         nn = _nn()
         if nn is not None and isinstance(t, getattr(nn, "Parameter", ())) and type(t) is not Tensor:
             out["parameter"] = True
+        cls = type(t)
+        if first and cls is not Tensor and "parameter" not in out and not cls.__module__.startswith("coretorch"):
+            # a user's tensor subclass loads as itself, as PyTorch's (its class named, allowed as any global);
+            # PyTorch loads a Parameter subclass as a Parameter, and coretorch's own subclasses are internal
+            from ._serialization_objects import encode_object
+            out["class"] = encode_object(self, cls, path, depth)
         attrs = tensor_attrs(t) if first else None
         if attrs:  # PyTorch keeps a tensor's Python attributes (``p.tag = 3``), as the tensor's state
             out["attrs"] = self.item(attrs, "", f"{path}.__dict__", depth)

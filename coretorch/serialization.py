@@ -370,7 +370,7 @@ class _Decoder:
         name = node.get("tensor")
         if name in self.cache:
             t = self.cache[name]
-            is_param = type(t) is not type(t.detach())
+            is_param = isinstance(t, _nn().Parameter)
             if t.requires_grad == bool(node.get("requires_grad")) and is_param == bool(node.get("parameter")):
                 return t  # the same tensor object reached twice
             return self.alias(t.detach(), node)  # the same memory, saved as a differently flagged tensor
@@ -380,6 +380,13 @@ class _Decoder:
         if _ST_NAMES.get(arr.dtype) in _ST_ARRAY_ONLY:
             raise self.bad(f"tensor {name!r} has dtype {arr.dtype}, which coretorch tensors do not have")
         t = self.alias(self.place(arr, str(node.get("device", "cpu"))), node)
+        if "class" in node:  # a user's tensor subclass (PyTorch's _rebuild_from_type_v2: as_subclass)
+            cls = _objects.decode_object(self, node["class"], "global", 0)
+            if not (isinstance(cls, type) and issubclass(cls, _tensor_class())
+                    and not issubclass(cls, _nn().Parameter)):
+                raise self.bad(f"tensor {name!r} is saved as a {cls!r}, which is not a tensor class")
+            sub = t.as_subclass(cls)
+            t = sub.requires_grad_(True) if t.requires_grad and not sub.requires_grad else sub
         self.cache[name] = t
         return t
 
@@ -596,6 +603,11 @@ def _read_header(src: _Source) -> tuple[int, dict, dict | None]:
     if not all(isinstance(k, str) and isinstance(x, str) for k, x in meta.items()):
         raise _corrupted(name, "metadata values must be strings")
     return n, header, meta
+
+
+def _tensor_class() -> type:
+    from .tensor import Tensor
+    return Tensor
 
 
 def _no_constant(c: str):

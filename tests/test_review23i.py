@@ -364,3 +364,25 @@ def test_sparse_and_buffer_tensors_save_no_internals():
     assert back.to_dense().tolist() == [[0.0, 1.0], [2.0, 0.0]]
     buf = torch.nn.Buffer(torch.ones(2), persistent=False)
     assert _roundtrip({"b": buf})["b"].persistent is False
+
+
+class TaggedTensor(torch.Tensor):
+    """A user's tensor subclass."""
+
+
+def test_a_tensor_subclass_loads_as_itself(device):
+    """PyTorch 2.13 saves a tensor subclass with its class (``_rebuild_from_type_v2``): it loads as that subclass
+    with ``weights_only=False``, and ``weights_only=True`` names ``GLOBAL <module>.TaggedTensor`` until it is
+    allowed.  coretorch before: it loaded silently as a plain Tensor, under weights_only=True too."""
+    x = torch.arange(3.0, device=device).as_subclass(TaggedTensor)
+    x.unit = "m"
+    back = _roundtrip({"x": x, "again": x}, weights_only=False)
+    assert type(back["x"]) is TaggedTensor and back["again"] is back["x"] and back["x"].unit == "m"
+    assert back["x"].tolist() == [0.0, 1.0, 2.0] and back["x"].device == x.device
+    with pytest.raises(pickle.UnpicklingError, match=rf"GLOBAL {__name__}\.TaggedTensor was not an allowed"):
+        _roundtrip({"x": x})
+    with safe_globals([TaggedTensor]):
+        assert type(_roundtrip({"x": x})["x"]) is TaggedTensor
+    p = torch.nn.Parameter(torch.ones(2, device=device))
+    ck = _roundtrip({"p": p, "q": p})  # (a Parameter reached twice is still one object)
+    assert type(ck["p"]) is torch.nn.Parameter and ck["q"] is ck["p"]
