@@ -125,7 +125,7 @@ class _Encoder:
         from .tensor import Size, Tensor
         from .dtypes import dtype as _dtype
         from .device import device as _device
-        from ._compat import layout as _layout
+        from ._compat import layout as _layout, strided as _strided
         if obj is None or isinstance(obj, (bool, str)):
             return obj
         if isinstance(obj, (np.bool_, np.integer, np.floating)):  # (before float: np.float64 is a float)
@@ -140,6 +140,11 @@ class _Encoder:
                 return float(obj)
             return {"float": repr(float(obj))}  # 'inf', '-inf', 'nan'
         if isinstance(obj, Tensor):
+            if obj.layout is not _strided:  # a sparse COO tensor: its indices and values, as PyTorch saves it
+                coo = obj.detach()
+                return {"sparse_coo": [self.item(coo._indices(), "indices", path, depth),
+                                       self.item(coo._values(), "values", path, depth)],
+                        "size": list(coo.shape), "coalesced": bool(coo.is_coalesced())}
             return self.tensor(obj, path, depth)
         if isinstance(obj, np.ndarray):
             return self.ndarray(obj, path)

@@ -324,6 +324,18 @@ class _Decoder:
             if val not in ("strided", "sparse_coo"):
                 raise self.bad(f"unknown layout {val!r}")
             return getattr(coretorch, val)
+        if kind == "sparse_coo":  # (requires_grad is not restored: PyTorch's _rebuild_sparse_tensor does not either)
+            parts = [self.decode(v, depth + 1) for v in val] if isinstance(val, list) and len(val) == 2 else None
+            size = node.get("size")
+            import coretorch
+            if parts is None or not all(isinstance(v, coretorch.Tensor) for v in parts) or not (
+                    isinstance(size, list) and all(type(d) is int and d >= 0 for d in size)):
+                raise self.bad(f"bad sparse tensor {val!r:.200}")
+            try:
+                return coretorch.sparse_coo_tensor(parts[0].detach(), parts[1].detach(), size,
+                                                   is_coalesced=node.get("coalesced") is True)
+            except (RuntimeError, ValueError, TypeError, IndexError) as e:
+                raise self.bad(f"bad sparse tensor: {e}") from None
         if kind in ("global", "object", "ref"):
             return _objects.decode_object(self, node, kind, depth)
         raise self.bad(f"unknown element {kind!r}")

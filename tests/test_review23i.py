@@ -386,3 +386,16 @@ def test_a_tensor_subclass_loads_as_itself(device):
     p = torch.nn.Parameter(torch.ones(2, device=device))
     ck = _roundtrip({"p": p, "q": p})  # (a Parameter reached twice is still one object)
     assert type(ck["p"]) is torch.nn.Parameter and ck["q"] is ck["p"]
+
+
+def test_a_sparse_coo_tensor_loads_sparse():
+    """PyTorch 2.13 saves a sparse COO tensor as its indices and values and loads it back sparse (layout
+    ``sparse_coo``, the same uncoalesced indices, ``is_coalesced()`` kept), under the default weights_only=True.
+    coretorch before: it was densified at save and loaded as a strided tensor (silently another layout, and the
+    dense size in memory and on disk)."""
+    s = torch.sparse_coo_tensor([[0, 1, 1], [1, 0, 0]], [1.0, 2.0, 3.0], (2, 3))
+    back = _roundtrip({"s": s, "c": s.coalesce()})
+    assert back["s"].layout == torch.sparse_coo and not back["s"].is_coalesced()
+    assert back["s"]._indices().tolist() == [[0, 1, 1], [1, 0, 0]] and back["s"]._values().tolist() == [1, 2, 3]
+    assert back["s"].to_dense().tolist() == [[0.0, 1.0, 0.0], [5.0, 0.0, 0.0]]
+    assert back["c"].layout == torch.sparse_coo and back["c"].is_coalesced() and back["c"].shape == (2, 3)
