@@ -399,3 +399,32 @@ def test_a_sparse_coo_tensor_loads_sparse():
     assert back["s"]._indices().tolist() == [[0, 1, 1], [1, 0, 0]] and back["s"]._values().tolist() == [1, 2, 3]
     assert back["s"].to_dense().tolist() == [[0.0, 1.0, 0.0], [5.0, 0.0, 0.0]]
     assert back["c"].layout == torch.sparse_coo and back["c"].is_coalesced() and back["c"].shape == (2, 3)
+
+
+class WithHandle(torch.nn.Module):
+    """A model that keeps its hook's handle in an attribute, to remove the hook later."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(2, 2)
+        self.handle = self.fc.register_forward_hook(double_output)
+
+
+def double_output(mod, inp, out):
+    return out * 2
+
+
+def test_a_model_keeping_a_hook_handle_saves_and_the_handle_still_removes_the_hook():
+    """PyTorch's ``RemovableHandle`` pickles its hooks dict and id (``__getstate__``), so a model keeping one saves
+    whole, and the loaded handle removes the loaded module's hook; a later handle gets a fresh id.  coretorch
+    before: TypeError "cannot pickle 'weakref.ReferenceType' object" at save."""
+    m = WithHandle()
+    back = _roundtrip(m, weights_only=False)
+    x = torch.ones(1, 2)
+    assert torch.equal(back.fc(x), m.fc(x))
+    assert len(back.fc._forward_hooks) == 1
+    back.handle.remove()
+    assert len(back.fc._forward_hooks) == 0 and len(m.fc._forward_hooks) == 1
+    h2 = back.fc.register_forward_hook(double_output)
+    assert h2.id > back.handle.id
+    assert torch.equal(back.fc(x), m.fc(x))  # (the new hook doubles as the original one does)
