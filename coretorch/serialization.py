@@ -334,8 +334,9 @@ class _Decoder:
             try:
                 return coretorch.sparse_coo_tensor(parts[0].detach(), parts[1].detach(), size,
                                                    is_coalesced=node.get("coalesced") is True)
-            except (RuntimeError, ValueError, TypeError, IndexError) as e:
-                raise self.bad(f"bad sparse tensor: {e}") from None
+            except (RuntimeError, ValueError, TypeError, IndexError, MemoryError) as e:
+                # (coretorch keeps a sparse tensor's dense value too: a crafted size asks for too much memory)
+                raise self.bad(f"bad sparse tensor: {type(e).__name__}: {e}") from None
         if kind in ("global", "object", "ref"):
             return _objects.decode_object(self, node, kind, depth)
         raise self.bad(f"unknown element {kind!r}")

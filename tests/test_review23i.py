@@ -428,3 +428,21 @@ def test_a_model_keeping_a_hook_handle_saves_and_the_handle_still_removes_the_ho
     h2 = back.fc.register_forward_hook(double_output)
     assert h2.id > back.handle.id
     assert torch.equal(back.fc(x), m.fc(x))  # (the new hook doubles as the original one does)
+
+
+def test_a_crafted_sparse_tensor_gives_a_clean_error():
+    """A crafted sparse entry (an index outside its size, a negative one, a payload of the wrong shape) is a
+    damaged file: ``RuntimeError("... corrupted or was tampered with (bad sparse tensor ...")``."""
+    from coretorch import serialization
+
+    def node(name, arr):
+        return {"tensor": name, "dtype": str(arr.dtype), "shape": list(arr.shape), "device": "cpu",
+                "crc32": serialization._crc32(arr)}
+
+    val = np.ones(1, np.float32)
+    for index, size in ((5, [2, 2]), (-1, [2, 2]), (0, [2, -2]), (0, "big")):
+        idx = np.full((2, 1), index, np.int64)
+        st = {"sparse_coo": [node("i", idx), node("v", val)], "size": size, "coalesced": True}
+        raw = io.BytesIO(serialization._serialize({"i": idx, "v": val}, json.dumps(st)))
+        with pytest.raises(RuntimeError, match="bad sparse tensor"):
+            torch.load(raw)
