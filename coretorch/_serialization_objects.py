@@ -244,11 +244,15 @@ def decode_object(dec: Any, node: dict, kind: str, depth: int) -> Any:
         kwargs = dec.decode(node["kwargs"], depth + 1) if "kwargs" in node else {}
         if type(kwargs) is not dict or not all(isinstance(key, str) for key in kwargs):
             raise dec.bad(f"the keyword arguments of object {k} are not a dict of strings")
-        obj: Any = cls.__new__(cls, *args, **kwargs)
+        make, args = cls.__new__, (cls, *args)
     elif "call" in node:
-        obj = _resolve(dec, node["call"])(*args)
+        make, kwargs = _resolve(dec, node["call"]), {}
     else:
         raise dec.bad(f"object {k} says neither how it is made")
+    try:
+        obj: Any = make(*args, **kwargs)
+    except MemoryError:  # (a crafted size, ``bytearray(10**12)``, ``Tensor(10**12)``: a clean error, not a crash)
+        raise dec.bad(f"object {k} asks for more memory than there is") from None
     dec.memo[k] = obj
     if "state" in node:
         setter = _resolve(dec, node["setter"]) if "setter" in node else None  # (named before the state, as pickle)

@@ -182,14 +182,16 @@ def test_crafted_calls_run_nothing_and_import_nothing_under_weights_only(monkeyp
 @pytest.mark.parametrize("weights_only", [True, False])
 def test_crafted_malformed_objects_give_clean_errors(weights_only):
     """Malformed object nodes (keyword arguments that are not a dict, a state that is neither a dict nor a
-    (dict, slots) pair) are a damaged file: ``RuntimeError("coretorch.load: ... corrupted or was tampered
+    (dict, slots) pair), or an allowed call asking for an exabyte (``bytearray(2**60)``: PyTorch allows
+    ``bytearray`` by default) are a damaged file: ``RuntimeError("coretorch.load: ... corrupted or was tampered
     with ...")`` under both settings.  coretorch before: TypeError from deep inside ("argument after ** must be
-    a mapping", "'int' object is not iterable")."""
+    a mapping", "'int' object is not iterable"), MemoryError."""
     od = _g("collections", "OrderedDict")
     for node in ({"object": 0, "new": od, "kwargs": {"list": []}},
                  {"object": 0, "new": od, "state": 5},
                  {"object": 0, "new": od, "state": {"list": [1]}},
-                 {"object": 0, "new": od, "state": {"tuple": [{"dict": []}, 3]}}):
+                 {"object": 0, "new": od, "state": {"tuple": [{"dict": []}, 3]}},
+                 {"object": 0, "call": _g("builtins", "bytearray"), "args": {"tuple": [2 ** 60]}}):
         with pytest.raises(RuntimeError, match="corrupted or was tampered with"):
             torch.load(_crafted(node), weights_only=weights_only)
 
