@@ -111,22 +111,17 @@ class Generator:
         """A new generator of the same device in the same state."""
         return Generator(self.device).set_state(self.get_state())
 
-    def __reduce__(self):
-        # pickling, deepcopy and torch.save, as PyTorch's: the class called with the device, then __setstate__
-        # with (initial seed, offset, state): torch.load(weights_only=True) then needs only
-        # ``safe_globals([torch.Generator])``, as in PyTorch (the default generator is saved as a plain one)
+    def __reduce__(self):  # as PyTorch's (a load under weights_only needs only safe_globals([torch.Generator]))
         return Generator, (str(self.device),), (self.initial_seed(), None, self.get_state())
 
-    def __setstate__(self, state) -> None:
-        if not (isinstance(state, tuple) and len(state) == 3 and isinstance(state[2], Tensor)):
-            raise RuntimeError("Generator.__setstate__ expects (initial_seed, offset, state tensor)")
-        self.set_state(state[2])
+    def __setstate__(self, state) -> None:  # (initial_seed, offset, state tensor)
+        self.set_state(state[2] if isinstance(state, tuple) and len(state) == 3 else state)
 
     def __repr__(self) -> str:
         return f"<coretorch.Generator device='{self.device}' at {hex(id(self))}>"
 
 
-def _rebuild_generator(device: str, state: bytes) -> Generator:  # (how earlier pickles and files name it)
+def _rebuild_generator(device: str, state: bytes) -> Generator:  # (earlier pickles and files name it)
     g = Generator(device)
     g._kt.rng_set_state(g._state, np.frombuffer(state, np.uint8).copy())
     return g
