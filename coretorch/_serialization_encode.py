@@ -26,6 +26,11 @@ _FACTORIES: dict[str, Any] = {"None": None, "list": list, "dict": dict, "set": s
 # numpy scalar types save restores as themselves (others are stored as their Python value)
 _NP_SCALARS = frozenset(("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
                          "float32", "float64"))
+# the containers stored as the format's own kinds: these exact types (subclasses, named tuples included, are saved
+# through the reduce protocol as pickle saves them, so that they load as themselves)
+_SEQUENCES: dict[type, str] = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}
+_MAPPINGS: dict[type, str] = {dict: "dict", OrderedDict: "OrderedDict", Counter: "Counter",
+                              defaultdict: "defaultdict"}
 _ST_NAMES = {np.dtype(v): k for k, v in (*_ST_TYPES.items(), *_ST_ARRAY_ONLY.items())}
 
 
@@ -35,6 +40,8 @@ class _Encoder:
     keys and indices that reaches it (``fc1.weight`` in a state dict, ``model.fc1.weight`` in a dict of state
     dicts), so that other safetensors readers see meaningful names; a name already taken gets ``#2``, ``#3``."""
 
+    max_depth = _MAX_DEPTH  # (for ._serialization_objects, which does not import this module)
+
     def __init__(self) -> None:
         self.arrays: dict[str, np.ndarray] = {}
         self.ids: dict[int, str] = {}
@@ -42,6 +49,7 @@ class _Encoder:
         self.keep: list = []  # keep encoded objects alive so that their ids stay unique
         self.names: list[str] = []  # the path of keys leading to the object being encoded ("": none)
         self.memo: dict[int, int] = {}  # id -> number of the objects saved through their reduce protocol
+        self.mutable: dict[int, dict] = {}  # id -> node of the lists, sets and dicts saved (see _shared)
 
     def _new_name(self, obj, arr: np.ndarray) -> str:
         base = ".".join([n for n in self.names if n]) or "tensor"
@@ -56,9 +64,10 @@ class _Encoder:
         self.keep.append(obj)
         return name
 
-    def tensor(self, t) -> dict:
+    def tensor(self, t, path: str = "obj", depth: int = 0) -> dict:
         from .tensor import Tensor
         name = self.ids.get(id(t))
+        first = name is None
         if name is None:
             key, name = self._same_view(t)
             if name is None:
@@ -73,6 +82,15 @@ class _Encoder:
         nn = _nn()
         if nn is not None and isinstance(t, getattr(nn, "Parameter", ())) and type(t) is not Tensor:
             out["parameter"] = True
+        cls = type(t)
+        if first and cls is not Tensor and "parameter" not in out and not cls.__module__.startswith("coretorch"):
+            # a user's tensor subclass loads as itself, as PyTorch's (its class named, allowed as any global);
+            # PyTorch loads a Parameter subclass as a Parameter, and coretorch's own subclasses are internal
+            from ._serialization_objects import encode_object
+            out["class"] = encode_object(self, cls, path, depth)
+        attrs = tensor_attrs(t) if first else None
+        if attrs:  # PyTorch keeps a tensor's Python attributes (``p.tag = 3``), as the tensor's state
+            out["attrs"] = self.item(attrs, "", f"{path}.__dict__", depth)
         return out
 
     def _same_view(self, t) -> tuple[tuple | None, str | None]:
@@ -107,7 +125,7 @@ class _Encoder:
         from .tensor import Size, Tensor
         from .dtypes import dtype as _dtype
         from .device import device as _device
-        from ._compat import layout as _layout
+        from ._compat import layout as _layout, strided as _strided
         if obj is None or isinstance(obj, (bool, str)):
             return obj
         if isinstance(obj, (np.bool_, np.integer, np.floating)):  # (before float: np.float64 is a float)
@@ -122,7 +140,12 @@ class _Encoder:
                 return float(obj)
             return {"float": repr(float(obj))}  # 'inf', '-inf', 'nan'
         if isinstance(obj, Tensor):
-            return self.tensor(obj)
+            if obj.layout is not _strided:  # a sparse COO tensor: its indices and values, as PyTorch saves it
+                coo = obj.detach()
+                return {"sparse_coo": [self.item(coo._indices(), "indices", path, depth),
+                                       self.item(coo._values(), "values", path, depth)],
+                        "size": list(coo.shape), "coalesced": bool(coo.is_coalesced())}
+            return self.tensor(obj, path, depth)
         if isinstance(obj, np.ndarray):
             return self.ndarray(obj, path)
         if isinstance(obj, (bytes, bytearray)):
@@ -136,36 +159,59 @@ class _Encoder:
         if isinstance(obj, (list, tuple, set, frozenset, dict)) and depth >= _MAX_DEPTH:
             raise ValueError(f"coretorch.save: {path[:200]} nests containers more than {_MAX_DEPTH} levels deep, "
                              "more than coretorch.load accepts")
-        if isinstance(obj, (list, tuple, set, frozenset)):
-            kind = "Size" if isinstance(obj, Size) else {list: "list", tuple: "tuple", set: "set",
-                                                          frozenset: "frozenset"}.get(type(obj))
-            if kind is None:  # named tuples and other subclasses are stored as their base type
-                kind = next(k for c, k in ((list, "list"), (tuple, "tuple"), (frozenset, "frozenset"),
-                                           (set, "set")) if isinstance(obj, c))
+        kind = _SEQUENCES.get(type(obj))
+        if kind is None and isinstance(obj, Size):
+            kind = "Size"
+        if kind is not None:
+            node = self._shared(obj, kind) if kind in ("list", "set") else {}
+            if "ref" in node:
+                return node
             items = [self.item(v, str(i), f"{path}[{i}]", depth) for i, v in enumerate(obj)]
-            if kind in ("set", "frozenset"):  # a set's order depends on string hashing: sort for identical bytes
-                items.sort(key=lambda v: json.dumps(v, sort_keys=True))
-            return {kind: items}
-        if isinstance(obj, dict):
-            kind = "Counter" if isinstance(obj, Counter) else "OrderedDict" if isinstance(obj, OrderedDict) \
-                else "defaultdict" if isinstance(obj, defaultdict) else "dict"
+            if kind in ("set", "frozenset"):  # a set's order depends on string hashing: sort for identical bytes,
+                keys = [json.dumps(v, sort_keys=True) for v in items]  # unless an item refers to an object saved in
+                if not any('"ref":' in k for k in keys):  # another one: load reads them in order, definition first
+                    items = [v for _, v in sorted(zip(keys, items), key=lambda kv: kv[0])]
+            node[kind] = items
+            return node
+        kind = _MAPPINGS.get(type(obj))
+        if kind is not None:
+            node = self._shared(obj, kind)
+            if "ref" in node:
+                return node
             factory = None
-            if isinstance(obj, defaultdict):
+            if kind == "defaultdict":
                 factory = next((n for n, f in _FACTORIES.items() if obj.default_factory is f), None)
                 if factory is None:
                     raise TypeError(f"coretorch.save: cannot save {path[:200]}, a defaultdict whose default_factory "
                                     f"is {obj.default_factory!r}; supported are {', '.join(_FACTORIES)} (coretorch "
                                     "never pickles)")
-            out: dict[str, Any] = {kind: [[self.key(k, path, depth), self.item(v, str(k), f"{path}[{k!r}]", depth)]
-                          for k, v in obj.items()]}
+            node[kind] = [[self.key(k, path, depth), self.item(v, str(k), f"{path}[{k!r}]", depth)]
+                          for k, v in obj.items()]
             if factory is not None:
-                out["factory"] = factory
+                node["factory"] = factory
             meta = getattr(obj, "_metadata", None)  # nn.Module.state_dict() keeps version info here
             if isinstance(meta, dict):
-                out["_metadata"] = self.item(meta, "_metadata", f"{path}._metadata", depth)
-            return out
-        from ._serialization_objects import encode_object  # (a class, a function, a module, a user object)
+                node["_metadata"] = self.item(meta, "_metadata", f"{path}._metadata", depth)
+            return node
+        # a class, a function, a module, a user object; and a named tuple, a dict or list subclass, which keep their
+        # type (and attributes) as pickle keeps them
+        from ._serialization_objects import encode_object
         return encode_object(self, obj, path, depth)
+
+    def _shared(self, obj, kind: str) -> dict:
+        """The node to fill for the list, set or dict ``obj`` (its kind key first, as the decoder reads it); or, if
+        ``obj`` was already reached, ``{"ref": k}``, its first node then marked ``"memo": k``: a list or dict
+        reached twice loads as one object, and one that contains itself loads as a cycle, as pickle's memo keeps
+        them (PyTorch: ``a = []; torch.save({"x": a, "y": a})`` loads with ``x is y``)."""
+        first = self.mutable.get(id(obj))
+        if first is not None:
+            if "memo" not in first:
+                first["memo"] = self.memo[id(obj)] = len(self.memo)
+            return {"ref": first["memo"]}
+        node: dict[str, Any] = {kind: None}
+        self.mutable[id(obj)] = node
+        self.keep.append(obj)  # (a transient container, a reduce's dict of items, must not lend its id to another)
+        return node
 
     def item(self, v, name: str, path: str, depth: int):
         self.names.append(name)
@@ -182,6 +228,20 @@ class _Encoder:
             raise TypeError(f"coretorch.save: a {type(k).__name__} used as a dict key in {path[:200]} cannot be "
                             "saved (keys are numbers, strings, bytes, None or tuples of them)")
         return self.encode(k, path, depth + 1)
+
+
+def tensor_attrs(t) -> dict:
+    """The Python attributes a user set on tensor ``t``: its ``__dict__`` less coretorch's own bookkeeping
+    (``_grad``, ``_vbase``, ...: each has a class-level default on the tensor's type)."""
+    d = getattr(t, "__dict__", None)
+    if not d:
+        return {}
+    cls = type(t)
+    return {k: v for k, v in d.items() if k not in _INTERNAL_ATTRS and not hasattr(cls, k)}
+
+
+# coretorch's own bookkeeping in a tensor's __dict__ without a class-level default: a sparse tensor's COO form
+_INTERNAL_ATTRS = frozenset(("_coo",))
 
 
 def _crc32(arr: np.ndarray) -> int:

@@ -49,8 +49,8 @@ from ._serialization_args import (add_safe_globals, check_load_args as _check_lo
                                   check_save_args as _check_save_args, clear_safe_globals, get_safe_globals,
                                   safe_globals)
 from . import dtypes as _dtypes
-from ._serialization_encode import (_DTYPE_NAMES, _FACTORIES, _MAX_DEPTH, _NP_SCALARS, _ST_ARRAY_ONLY, _ST_NAMES,
-                                    _ST_TYPES, _crc32, _Encoder, _nn)
+from ._serialization_encode import (_DTYPE_NAMES, _FACTORIES, _INTERNAL_ATTRS, _MAX_DEPTH, _NP_SCALARS,
+                                    _ST_ARRAY_ONLY, _ST_NAMES, _ST_TYPES, _crc32, _Encoder, _nn)
 
 __all__ = ["save", "load", "FORMAT", "VERSION"]
 
@@ -238,7 +238,7 @@ class _Decoder:
         if not isinstance(node, dict) or not node:
             raise self.bad(f"unexpected structure element {type(node).__name__}")
         if "tensor" in node:
-            return self.tensor(node)
+            return self.tensor(node, depth)
         if "ndarray" in node:
             name = node["ndarray"]
             if name in self.cache:
@@ -274,6 +274,13 @@ class _Decoder:
         if kind in ("list", "tuple", "set", "frozenset", "Size"):
             if not isinstance(val, list):
                 raise self.bad(f"{kind} payload is not a list")
+            if "memo" in node and kind in ("list", "set"):  # reached more than once, or inside itself
+                made = self.remember(node["memo"], [] if kind == "list" else set())
+                try:
+                    (made.extend if kind == "list" else made.update)(self.decode(v, depth + 1) for v in val)
+                except TypeError as e:
+                    raise self.bad(str(e)) from None
+                return made
             items = [self.decode(v, depth + 1) for v in val]
             try:
                 from .tensor import Size
@@ -290,6 +297,8 @@ class _Decoder:
                 out = defaultdict(_FACTORIES[node["factory"]])
             else:
                 out = {"dict": dict, "OrderedDict": OrderedDict, "Counter": Counter}[kind]()
+            if "memo" in node:
+                self.remember(node["memo"], out)
             for k, v in val:
                 key = self.decode(k, depth + 1)
                 try:
@@ -315,9 +324,29 @@ class _Decoder:
             if val not in ("strided", "sparse_coo"):
                 raise self.bad(f"unknown layout {val!r}")
             return getattr(coretorch, val)
+        if kind == "sparse_coo":  # (requires_grad is not restored: PyTorch's _rebuild_sparse_tensor does not either)
+            parts = [self.decode(v, depth + 1) for v in val] if isinstance(val, list) and len(val) == 2 else None
+            size = node.get("size")
+            import coretorch
+            if parts is None or not all(isinstance(v, coretorch.Tensor) for v in parts) or not (
+                    isinstance(size, list) and all(type(d) is int and d >= 0 for d in size)):
+                raise self.bad(f"bad sparse tensor {val!r:.200}")
+            try:
+                return coretorch.sparse_coo_tensor(parts[0].detach(), parts[1].detach(), size,
+                                                   is_coalesced=node.get("coalesced") is True)
+            except (RuntimeError, ValueError, TypeError, IndexError, MemoryError) as e:
+                # (coretorch keeps a sparse tensor's dense value too: a crafted size asks for too much memory)
+                raise self.bad(f"bad sparse tensor: {type(e).__name__}: {e}") from None
         if kind in ("global", "object", "ref"):
             return _objects.decode_object(self, node, kind, depth)
         raise self.bad(f"unknown element {kind!r}")
+
+    def remember(self, k, obj):
+        """Register ``obj`` as object ``k`` (a list or dict saved once and reached again through ``{"ref": k}``)."""
+        if type(k) is not int or k in self.memo:
+            raise self.bad(f"bad object number {k!r}")
+        self.memo[k] = obj
+        return obj
 
     def checked(self, name, node) -> np.ndarray:
         """The array ``name`` of the file, checked against the structure's record of it."""
@@ -335,11 +364,26 @@ class _Decoder:
         self.used.add(name)
         return arr
 
-    def tensor(self, node):
+    def tensor(self, node, depth: int = 0):
+        t = self._tensor(node)
+        if "attrs" in node:
+            self.set_attrs(t, node["attrs"], depth)
+        return t
+
+    def set_attrs(self, t, attrs_node, depth: int) -> None:
+        """Restore the Python attributes saved with a tensor (PyTorch's tensor state); names of coretorch's own
+        bookkeeping or dunders are refused: a crafted file must not rewrite a tensor's internals."""
+        attrs = self.decode(attrs_node, depth + 1)
+        if type(attrs) is not dict or not all(isinstance(k, str) and not k.startswith("__") and k not in
+                                              _INTERNAL_ATTRS and not hasattr(type(t), k) for k in attrs):
+            raise self.bad("bad tensor attributes")
+        t.__dict__.update(attrs)
+
+    def _tensor(self, node):
         name = node.get("tensor")
         if name in self.cache:
             t = self.cache[name]
-            is_param = type(t) is not type(t.detach())
+            is_param = isinstance(t, _nn().Parameter)
             if t.requires_grad == bool(node.get("requires_grad")) and is_param == bool(node.get("parameter")):
                 return t  # the same tensor object reached twice
             return self.alias(t.detach(), node)  # the same memory, saved as a differently flagged tensor
@@ -349,6 +393,13 @@ class _Decoder:
         if _ST_NAMES.get(arr.dtype) in _ST_ARRAY_ONLY:
             raise self.bad(f"tensor {name!r} has dtype {arr.dtype}, which coretorch tensors do not have")
         t = self.alias(self.place(arr, str(node.get("device", "cpu"))), node)
+        if "class" in node:  # a user's tensor subclass (PyTorch's _rebuild_from_type_v2: as_subclass)
+            cls = _objects.decode_object(self, node["class"], "global", 0)
+            if not (isinstance(cls, type) and issubclass(cls, _tensor_class())
+                    and not issubclass(cls, _nn().Parameter)):
+                raise self.bad(f"tensor {name!r} is saved as a {cls!r}, which is not a tensor class")
+            sub = t.as_subclass(cls)
+            t = sub.requires_grad_(True) if t.requires_grad and not sub.requires_grad else sub
         self.cache[name] = t
         return t
 
@@ -567,6 +618,11 @@ def _read_header(src: _Source) -> tuple[int, dict, dict | None]:
     return n, header, meta
 
 
+def _tensor_class() -> type:
+    from .tensor import Tensor
+    return Tensor
+
+
 def _no_constant(c: str):
     raise ValueError(f"{c} is not JSON")
 
@@ -659,8 +715,28 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None 
     return obj
 
 
+def get_unsafe_globals_in_checkpoint(f) -> list[str]:
+    """The classes and functions (``"module.qualname"`` strings) a checkpoint names that ``load`` with
+    ``weights_only=True`` would refuse: neither allowed by default nor by ``add_safe_globals``/``safe_globals``.
+    Only the header is read; nothing is imported or built.  A plain safetensors file names none."""
+    src = _Source(f, False)
+    try:
+        _n, _entries, meta = _read_header(src)
+        name = src.name
+    finally:
+        src.close()
+    if meta is None:
+        return []
+    try:
+        structure = json.loads(meta.get("coretorch.structure", ""), parse_constant=_no_constant)
+    except (ValueError, RecursionError) as e:
+        raise _corrupted(name, f"the coretorch structure is not valid JSON: {type(e).__name__}: {e}") from None
+    return _objects.unsafe_globals(structure)
+
+
 # PyTorch's weights_only switches (._serialization_args): accepted and checked, though coretorch never unpickles
-__all__ += ["add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
+__all__ += ["add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
+            "get_unsafe_globals_in_checkpoint"]
 
 
 def _st_type(name: str) -> np.dtype:

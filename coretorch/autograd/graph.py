@@ -60,6 +60,22 @@ class RemovableHandle:
             if extra is not None and self.id in extra:
                 del extra[self.id]
 
+    def __getstate__(self) -> tuple:
+        # as PyTorch's: the dicts themselves (a module saved with a handle kept in an attribute, the dicts shared
+        # with the module's, so that the loaded handle removes the loaded module's hook)
+        if not self.extra_dict_ref:
+            return (self.hooks_dict_ref(), self.id)
+        return (self.hooks_dict_ref(), self.id, tuple(ref() for ref in self.extra_dict_ref))
+
+    def __setstate__(self, state: tuple) -> None:
+        from collections import OrderedDict
+        self.hooks_dict_ref = weakref.ref(state[0] if state[0] is not None else OrderedDict())  # (None: dead)
+        self.id = state[1]
+        # later handles must not reuse a loaded id
+        RemovableHandle._ids = itertools.count(max(next(RemovableHandle._ids), self.id + 1))
+        extra = state[2] if len(state) > 2 else None
+        self.extra_dict_ref = () if extra is None else tuple(weakref.ref(d) for d in extra if d is not None)
+
     def __enter__(self) -> "RemovableHandle":
         return self
 

@@ -111,14 +111,17 @@ class Generator:
         """A new generator of the same device in the same state."""
         return Generator(self.device).set_state(self.get_state())
 
-    def __reduce__(self):  # pickling and deepcopy: the device and the state's bytes
-        return _rebuild_generator, (str(self.device), bytes(np.asarray(self._kt.rng_get_state(self._state))))
+    def __reduce__(self):  # as PyTorch's (a load under weights_only needs only safe_globals([torch.Generator]))
+        return Generator, (str(self.device),), (self.initial_seed(), None, self.get_state())
+
+    def __setstate__(self, state) -> None:  # (initial_seed, offset, state tensor)
+        self.set_state(state[2] if isinstance(state, tuple) and len(state) == 3 else state)
 
     def __repr__(self) -> str:
         return f"<coretorch.Generator device='{self.device}' at {hex(id(self))}>"
 
 
-def _rebuild_generator(device: str, state: bytes) -> Generator:
+def _rebuild_generator(device: str, state: bytes) -> Generator:  # (earlier pickles and files name it)
     g = Generator(device)
     g._kt.rng_set_state(g._state, np.frombuffer(state, np.uint8).copy())
     return g
