@@ -5,9 +5,12 @@ fast_neural_style (TransformerNet) and reinforcement_learning (actor-critic / RE
 imports and run with fake data on cpu and opencl; with weights copied through numpy their losses, gradients,
 updated parameters and buffers matched PyTorch's (float64 runs agree to rounding; float32 differences seen in the
 deep siamese ResNet are float32 rounding that PyTorch's own float32-vs-float64 runs show as well).  No divergence
-was found, so these tests pin the behaviours those programs rely on, each as small as the program's use of it.
+was found in the values; one stray warning was (LBFGS, below), and the other tests pin the behaviours those
+programs rely on, each as small as the program's use of it.
 Literal values were computed with PyTorch 2.13 and are the spec where a docstring says so."""
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pytest
@@ -15,6 +18,7 @@ import pytest
 import coretorch as torch
 import coretorch.nn as nn
 import coretorch.nn.functional as F
+from coretorch import _warn_once
 
 
 def test_reassigned_child_keeps_its_place_for_children_slicing() -> None:
@@ -125,3 +129,34 @@ def test_actor_critic_pieces(device: str) -> None:
     loss = F.smooth_l1_loss(v, target.to(device))
     d = abs(0.5 - float(norm[0]))
     assert loss.item() == pytest.approx(d - 0.5 if d >= 1 else 0.5 * d * d, rel=1e-5)
+
+
+def test_float_of_requires_grad_tensor_warns_only_in_grad_mode() -> None:
+    """time_sequence_prediction: ``LBFGS.step`` (under no_grad) does ``float(closure())``.  PyTorch warns
+    "Converting a tensor with requires_grad=True to a scalar" (once per process) only while grad mode is on, so
+    LBFGS is silent and the one warning is still given later in grad mode; coretorch warned under no_grad too
+    (every LBFGS program printed it, and a later float(loss) in grad mode stayed silent)."""
+    _warn_once.GIVEN.discard("float.requires_grad")
+    t = torch.tensor(2.0, requires_grad=True) * 3
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with torch.no_grad():
+            assert float(t) == 6.0
+        assert float(t.detach()) == 6.0
+        assert not w
+        p = nn.Parameter(torch.tensor([1.0, 2.0], dtype=torch.double))
+        opt = torch.optim.LBFGS([p], lr=0.8)
+
+        def closure():
+            opt.zero_grad()
+            loss = ((p - 3) ** 2).sum()
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+        assert not w
+        assert float(t) == 6.0
+        assert len(w) == 1 and "requires_grad=True to a scalar" in str(w[0].message)
+        float(t)
+        assert len(w) == 1
+    np.testing.assert_allclose(p.detach().numpy(), [2.999981226666667, 2.9999906133333334], rtol=1e-9)
