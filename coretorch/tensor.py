@@ -480,7 +480,9 @@ class Tensor(_TensorAPI):
     def __float__(self) -> float:
         if self.numel() != 1:  # (PyTorch: a ValueError here, item()'s RuntimeError elsewhere)
             raise ValueError("only one element tensors can be converted to Python scalars")
-        if self._rg:  # (PyTorch's warning, once per process)
+        # PyTorch warns (once per process) only while grad mode is on: float(loss) under no_grad (as in
+        # LBFGS.step) is silent and does not use up the one warning.
+        if self._rg and (_gs.enabled or _gs.inference and _gs.grad):
             warn_once("float.requires_grad", "Converting a tensor with requires_grad=True to a scalar may lead to "
                       "unexpected behavior.\nConsider using tensor.detach() first.", 2)
         return float(self.item())
