@@ -87,3 +87,69 @@ def test_threshold_of_half_types_compares_in_float(device, dtype):
     kept = dtype == torch.bfloat16
     assert y.float().tolist() == [float(x[0]) if kept else 7.0, 7.0, 5.0]
     assert x.grad.float().tolist() == [1.0 if kept else 0.0, 0.0, 1.0]
+
+
+def test_a_thread_calling_a_compiled_function_after_autocast_was_used_elsewhere_replays(device):
+    """Autocast's process-wide "some thread has it on" flag stays set after a thread that died inside an autocast
+    region; the guard key then held each thread's whole autocast table, so a fresh thread (no entries) missed the
+    guards of a capture made by a thread that had entered and left autocast (``{'cpu': False}``), and captured again
+    or ran eagerly.  Now the key holds the device types autocast is enabled for, with their dtypes."""
+    import threading
+
+    from coretorch.amp import autocast_mode as am
+    before = (am.state.on, am.state.threads)
+
+    def die_inside():
+        torch.set_autocast_enabled("cpu", True)  # (never disabled: the thread ends with it on)
+    t = threading.Thread(target=die_inside)
+    t.start()
+    t.join()
+    try:
+        assert am.state.on
+        with torch.autocast("cpu"):
+            pass  # (this thread's table now says cpu: False)
+        w = torch.ones(3, device=device, requires_grad=True)
+
+        @torch.compile
+        def f(x):
+            return (x * w).sum().detach()
+        x = torch.arange(3.0, device=device)
+        for _ in range(2):
+            f(x)
+        replays = f.replays
+        out = []
+        th = threading.Thread(target=lambda: out.append(f(x)))
+        th.start()
+        th.join()
+        assert f.replays == replays + 1 and out[0].item() == 3.0
+    finally:
+        with am._lock:
+            am.state.threads, am.state.on = before[1], before[0]
+        torch.compiler.reset()
+
+
+def test_a_default_device_restored_to_cpu_leaves_other_threads_replaying(device):
+    """``before = torch.get_default_device(); ...; torch.set_default_device(before)`` leaves an explicit cpu
+    default in this thread; a new thread has none.  The guard key holds the default device, so a fresh thread's
+    call of a compiled function captured here missed its guards (and ran eagerly or captured again): found as
+    test_review22c's two-thread replay failing after test_hardening15h ran in the same worker.  An explicit cpu
+    default is now the default itself."""
+    import threading
+    torch.set_default_device(torch.get_default_device())
+    try:
+        w = torch.ones(3, device=device, requires_grad=True)
+
+        @torch.compile
+        def f(x):
+            return (x * w).sum().detach()
+        x = torch.arange(3.0, device=device)
+        for _ in range(2):
+            f(x)
+        replays = f.replays
+        th = threading.Thread(target=lambda: f(x))
+        th.start()
+        th.join()
+        assert f.replays == replays + 1
+    finally:
+        torch.set_default_device(None)
+        torch.compiler.reset()

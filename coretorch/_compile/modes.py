@@ -23,8 +23,10 @@ def modes() -> tuple:
     the replay would reuse the number it read at the capture), ``torch.backends.opt_einsum``'s (einsum's
     contraction order: another order rounds otherwise) and ``torch.backends.mha``'s fast-path switch (whether a
     TransformerEncoder in inference zeroes padded positions)."""
-    ac = (tuple(sorted(_ac_tls.enabled.items())), tuple(sorted((k, str(v)) for k, v in _ac_tls.dtype.items()))) \
-        if _ac_state.on else ()
+    # autocast: the device types it is enabled for in this thread, with their dtypes (a thread that never used it
+    # and one that left it have the same key: ``state.on`` is process-wide, and stays on after a thread that died
+    # inside an autocast region, which made every other thread's call of a compiled function miss its guards)
+    ac = tuple(sorted((k, str(_ac_tls.dtype.get(k))) for k, v in _ac_tls.enabled.items() if v)) if _ac_state.on else ()
     return (_grad_state.enabled, _grad_state.inference, _anomaly.enabled, ac, _det["mode"], _det["warn_only"],
             _dtypes.default, _creation._default.device, _compat._precision[0], _threads["intra"],
             _threads["interop"], _einsum._enabled, _einsum._strategy, _mha._is_fastpath_enabled)

@@ -52,9 +52,12 @@ def _pop_default_device() -> None:
 def set_default_device(device) -> None:
     """The device factories (tensor, zeros, arange, rand, ...) use when given none, in this thread (PyTorch's
     default device is per thread); None restores cpu."""
-    _default.device = None if device is None else get_table(
+    d = None if device is None else get_table(
         device if isinstance(device, Device) else Device(device if not isinstance(device, int)
                                                          else f"opencl:{device}")).device
+    # an explicit cpu is the default itself (code restoring ``get_default_device()`` sets it): kept as None, so that
+    # this thread's compiled functions' guards (which hold the default device) match other threads'
+    _default.device = None if d is None or d.type == "cpu" else d
 
 
 def get_default_device() -> Device:
