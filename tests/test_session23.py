@@ -21,7 +21,7 @@ def test_a_0d_cpu_leaf_beside_a_device_tensor_gets_its_gradient_on_the_cpu(devic
     """PyTorch treats a 0-d cpu tensor as a scalar operand of another device's op, and its engine moves the 0-d
     gradient back to the leaf's device (validate_outputs).  coretorch before: ``lerp``/``addcmul``/``clamp``/``fmod``
     with a 0-d cpu parameter beside an opencl tensor raised "attempting to assign a gradient with device type
-    'opencl' to a tensor with device type 'cpu'" at the backward."""
+    'opencl' to a tensor with device type 'cpu'" at the backward, and ``autograd.grad`` returned an opencl one."""
     x0 = np.array([-1.3, 0.2, 0.9, 2.2], np.float32)
     grads = []
     for dev in ("cpu", device):
@@ -31,6 +31,8 @@ def test_a_0d_cpu_leaf_beside_a_device_tensor_gets_its_gradient_on_the_cpu(devic
         assert y.device.type == dev
         y.pow(2).sum().backward()
         assert s.grad.device.type == "cpu" and s.grad.shape == ()
+        (gs,) = torch.autograd.grad(_OPS[op](x, s).pow(2).sum(), s)  # (autograd.grad's result too)
+        assert gs.device.type == "cpu" and gs.item() == s.grad.item()
         grads.append((s.grad.item(), x.grad.cpu().numpy()))
     np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-5)
     np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-5)

@@ -205,7 +205,8 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         continue
                     if nxt.__class__ is AccumulateGrad:  # a leaf gradient queued (several edges, hooks, grad())
                         v = nxt.variable
-                        if g._data.shape != v._data.shape or g.dtype is not v.dtype or v._gdt is not False:
+                        if g._data.shape != v._data.shape or g.dtype is not v.dtype or v._gdt is not False \
+                                or g._be is not v._be:
                             g = _validate_leaf_grad(node, grads_in, g, v)
                     b = buffers.get(nxt)
                     if b is None:
@@ -361,7 +362,7 @@ def _leaf_slow(node, grads_in, g, acc, owned: _Owned, create_graph: bool) -> Non
     """A leaf's gradient that cannot simply be stored: validated (shape, dtype), copied when it is a view or
     held elsewhere, then accumulated by the leaf's AccumulateGrad."""
     v = acc.variable
-    if g._data.shape != v._data.shape or g.dtype is not v.dtype:
+    if g._data.shape != v._data.shape or g.dtype is not v.dtype or g._be is not v._be:
         g = _validate_leaf_grad(node, grads_in, g, v)
     if g._vbase is not None or id(g) in owned:
         g = g.detach().clone() if not create_graph else g.clone()
@@ -444,11 +445,15 @@ def _retains_last(fn) -> bool:
 
 def _validate_leaf_grad(node, grads_in, g, v):
     """As PyTorch's engine: a gradient must match its leaf's shape; its dtype is cast to the leaf's grad_dtype (the
-    leaf's own dtype unless set; None: kept), before the leaf's hooks see it and what autograd.grad returns."""
+    leaf's own dtype unless set; None: kept), and a 0-d one on another device moved to the leaf's (a 0-d cpu leaf
+    used as a scalar beside another device's tensor: lerp's weight), before the leaf's hooks see it and what
+    autograd.grad returns."""
     if g._data.shape != v._data.shape:
         k = next(i for i, x in enumerate(grads_in) if x is g)
         raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {k} - got "
                            f"{list(g.shape)} but expected shape compatible with {list(v.shape)}")
+    if g._be is not v._be and not g._data.shape:
+        g = g.to(v.device)
     want = v.dtype if v._gdt is False else v._gdt
     if want is not None and g.dtype is not want:
         g = g.to(want)

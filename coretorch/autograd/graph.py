@@ -272,8 +272,6 @@ class AccumulateGrad(Node):
 
     def _accumulate(self, grad) -> None:
         v = self.variable
-        if grad._be is not v._be and not grad._data.shape:  # a 0-d cpu leaf used as a scalar beside another
-            grad = grad.to(v.device)  # device's tensor (lerp's weight): PyTorch's engine moves a 0-d gradient back
         if v._gdt is not False:  # grad_dtype set (coretorch/_grad_assign.py): the gradient takes that dtype
             want = v._gdt
             if want is not None and grad.dtype is not want:
