@@ -3,11 +3,12 @@ though coretorch's format is never unpickled) and the checks PyTorch's unpickler
 from __future__ import annotations
 
 import operator
+import os
 import pickle
 import warnings
 
 __all__ = ["add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals", "check_load_args",
-           "check_save_args"]
+           "check_save_args", "resolve_weights_only"]
 
 # the keyword arguments of pickle.Unpickler that torch.load passes on (weights_only=True: ``encoding`` only)
 _UNPICKLER_ARGS = ("encoding", "fix_imports", "errors", "buffers")
@@ -19,11 +20,23 @@ def check_save_args(pickle_protocol) -> None:
         raise ValueError(f"pickle protocol must be <= {pickle.HIGHEST_PROTOCOL}")
 
 
-def check_load_args(weights_only, pickle_module, pickle_load_args: dict) -> None:
-    """Raise PyTorch's errors for ``load`` arguments its unpickler refuses: a misspelt keyword (``map_locaton``)
-    is an error, not silently ignored."""
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "0").lower() in ("1", "y", "yes", "true")
+
+
+def resolve_weights_only(weights_only: bool | None, pickle_module) -> bool:
+    """``load``'s ``weights_only`` as PyTorch 2.13 resolves it: True unless a ``pickle_module`` is given or
+    ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` is set; ``TORCH_FORCE_WEIGHTS_ONLY_LOAD`` forces it on."""
+    if _flag("TORCH_FORCE_WEIGHTS_ONLY_LOAD"):
+        return True
     if weights_only is None:
-        weights_only = pickle_module is None
+        return pickle_module is None and not _flag("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
+    return bool(weights_only)
+
+
+def check_load_args(weights_only: bool, pickle_module, pickle_load_args: dict) -> None:
+    """Raise PyTorch's errors for ``load`` arguments its unpickler refuses (``weights_only`` resolved by
+    :func:`resolve_weights_only`): a misspelt keyword (``map_locaton``) is an error, not silently ignored."""
     if weights_only and pickle_module is not None:
         raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
     if weights_only:

@@ -19,31 +19,16 @@ from __future__ import annotations
 
 import copyreg
 import importlib
-import os
 import pickle
 import sys
 import types
 from collections import Counter, OrderedDict
 from typing import Any
 
-__all__ = ["encode_object", "decode_object", "default_weights_only", "unsafe_globals"]
+__all__ = ["encode_object", "decode_object", "unsafe_globals"]
 
 # the key of a module's state whose dicts hold its members: not part of the names of the tensors inside
 _MODULE_DICTS = frozenset(("_parameters", "_buffers", "_modules"))
-
-
-def _flag(name: str) -> bool:
-    return os.environ.get(name, "0").lower() in ("1", "y", "yes", "true")
-
-
-def default_weights_only(weights_only: bool | None, pickle_module: Any) -> bool:
-    """``load``'s ``weights_only`` as PyTorch 2.13 resolves it: True unless a ``pickle_module`` is given or
-    ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` is set; ``TORCH_FORCE_WEIGHTS_ONLY_LOAD`` forces it on."""
-    if _flag("TORCH_FORCE_WEIGHTS_ONLY_LOAD"):
-        return True
-    if weights_only is None:
-        return pickle_module is None and not _flag("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
-    return bool(weights_only)
 
 
 # ---- saving -------------------------------------------------------------------------------------------------

@@ -46,6 +46,7 @@ import numpy as np
 from . import _serialization_errors as _errors
 from . import _serialization_objects as _objects
 from ._serialization_args import (add_safe_globals, check_load_args as _check_load_args,
+                                  resolve_weights_only as _resolve_weights_only,
                                   check_save_args as _check_save_args, clear_safe_globals, get_safe_globals,
                                   safe_globals)
 from . import dtypes as _dtypes
@@ -671,6 +672,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None 
     Raises ``RuntimeError`` for a truncated, corrupted, tampered-with or foreign file, and refuses anything
     but a regular file (a FIFO, a device).  ``weights_only`` is accepted for PyTorch compatibility (this loader
     only ever reads data), and the arguments PyTorch's unpickler would refuse raise its errors."""
+    weights_only = _resolve_weights_only(weights_only, pickle_module)
     _check_load_args(weights_only, pickle_module, pickle_load_args)
     src = _Source(f, bool(mmap))
     try:
@@ -707,7 +709,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None 
     except (ValueError, MemoryError) as e:
         raise _corrupted(name, f"{type(e).__name__}: {e}") from None
     dec = _Decoder(name, arrays, map_location, checksums=meta is not None,
-                   weights_only=_objects.default_weights_only(weights_only, pickle_module))
+                   weights_only=weights_only)
     obj = dec.decode(structure)
     extra = set(arrays) - dec.used
     if extra:
