@@ -5,8 +5,8 @@ node of the graph it runs: a node whose gradients contain NaN raises PyTorch's
 ``RuntimeError: Function 'DivBackward0' returned nan values in its 0th output.``  Nodes made while it is on
 record the forward call's traceback (the user's frames), which a backward that fails in that node shows in PyTorch's
 warning ("Error detected in DivBackward0. Traceback of forward call that caused the error: ...").  Off by default,
-and then free: nothing is added to the forward or backward pass (the recording is a Node.__init__ swapped in only
-while anomaly mode is on).
+and then free: nothing is added to the forward or backward pass (the recording is an observer of node creation,
+registered only while anomaly mode is on).
 """
 from __future__ import annotations
 
@@ -109,24 +109,24 @@ def watch(roots) -> list:
 
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # coretorch's own frames: not shown
-_PLAIN_INIT: list = []  # Node.__init__ as defined, while the recording one is installed
+_recording = [False]  # whether _record_trace is registered (see _node_watch)
 
 
-def _recording_init(self) -> None:
-    _PLAIN_INIT[0](self)
-    stack = traceback.extract_stack()
-    self._anomaly_trace = [f for f in stack if not os.path.abspath(f.filename).startswith(_PKG)] or stack[:-1]
+def _record_trace(node) -> None:
+    stack = traceback.extract_stack()[:-2]  # (without this observer's and _node_watch's frames)
+    node._anomaly_trace = [f for f in stack if not os.path.abspath(f.filename).startswith(_PKG)] or stack
 
 
 def _sync_recording() -> None:
-    """While anomaly mode is on, every node made records its forward traceback (PyTorch's anomaly metadata): the
-    nodes' common __init__ is swapped for a recording one, so nothing is checked per node while it is off."""
-    from .graph import Node  # (graph imports nothing from here)
-    if state.enabled and not _PLAIN_INIT:
-        _PLAIN_INIT.append(Node.__init__)
-        Node.__init__ = _recording_init  # type: ignore[method-assign]
-    elif not state.enabled and _PLAIN_INIT:
-        Node.__init__ = _PLAIN_INIT.pop()  # type: ignore[method-assign]
+    """While anomaly mode is on, every node made records its forward traceback (PyTorch's anomaly metadata): an
+    observer of node creation (``_node_watch``), so nothing is added per node while it is off."""
+    from . import _node_watch  # (it imports graph, which imports nothing from here)
+    if state.enabled and not _recording[0]:
+        _recording[0] = True
+        _node_watch.add(_record_trace)
+    elif not state.enabled and _recording[0]:
+        _recording[0] = False
+        _node_watch.remove(_record_trace)
 
 
 def warn_error_in(node) -> None:

@@ -16,8 +16,7 @@ import numpy as np
 from . import _memfmt
 from .. import dtypes as _dt
 from .._backend import KernelTable, backends, get_table
-from ..autograd.grad_mode import no_grad, state as _gs
-from ..autograd.graph import Node
+from ..autograd.grad_mode import no_grad
 from ..device import device as Device
 from ..tensor import Tensor, _make
 from . import pointwise as _P, reduction as _R
@@ -25,6 +24,8 @@ from ._random_args import check_randperm, check_uniform_bounds, continuous_only,
 from ._util import broadcast_shapes, edge, shape_arg
 from .creation import _finish, _table, _to_out, get_default_device, set_default_device
 from .inplace import check_inplace, rebase
+from ._random_nodes import (BernoulliBackward0, NormalBackward1, NormalBackward2, NormalBackward3,  # noqa: F401
+                            PoissonBackward0, _ZeroGrad, _attach, _inplace_node, _zeros)
 
 __all__: list[str] = [
     "Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "rand", "randn",
@@ -104,7 +105,8 @@ class Generator:
             raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
         if new_state.dtype is not _dt.uint8:
             raise TypeError("RNG state must be a torch.ByteTensor")
-        self._kt.rng_set_state(self._state, new_state._host())
+        s = new_state  # (a cpu state as it is, no host read: a compiled step's replay passes its call's state)
+        self._kt.rng_set_state(self._state, s._data if s._be is get_table(_CPU) and s.is_contiguous() else s._host())
         return self
 
     def clone_state(self) -> "Generator":
@@ -399,49 +401,6 @@ def randint_like(input, low=None, high=None, *, generator=None, dtype=None, layo
 # ---------------------------------------------------------------------------------------------
 # normal, bernoulli, poisson (differentiable in PyTorch with zero gradients: derivatives.yaml)
 # ---------------------------------------------------------------------------------------------
-class _ZeroGrad(Node):
-    """The gradient of a sample with respect to its distribution's parameters is zero in PyTorch."""
-    __slots__ = ("metas",)
-
-    def backward(self, g):
-        return tuple(None if m is None else _zeros(m[0], g) for m in self.metas)
-
-
-def _zeros(shape, like: Tensor) -> Tensor:
-    table = like._be
-    return _make(table.full(tuple(shape), 0, like.dtype.np), like.dtype, table)
-
-
-class NormalBackward1(_ZeroGrad):
-    __slots__ = ()
-
-
-class NormalBackward2(_ZeroGrad):
-    __slots__ = ()
-
-
-class NormalBackward3(_ZeroGrad):
-    __slots__ = ()
-
-
-class BernoulliBackward0(_ZeroGrad):
-    __slots__ = ()
-
-
-class PoissonBackward0(_ZeroGrad):
-    __slots__ = ()
-
-
-def _attach(r: Tensor, cls, inputs) -> Tensor:
-    """``r`` as the output of a zero-gradient node over the tensors of ``inputs`` that require grad."""
-    if not _gs.enabled or not any(isinstance(t, Tensor) and t._rg for t in inputs):
-        return r
-    node = cls()
-    node.metas = tuple((tuple(t.shape),) if isinstance(t, Tensor) and t._rg else None for t in inputs)
-    node.next_functions = tuple(edge(t) if isinstance(t, Tensor) and t._rg else (None, 0) for t in inputs)
-    return _make(r._data, r.dtype, r._be, node)
-
-
 def _host_flag(cond: Tensor) -> bool:
     return bool(cond.item())
 
@@ -590,25 +549,6 @@ def _check_probs(p: Tensor, per_entry: bool) -> None:
 # ---------------------------------------------------------------------------------------------
 # in-place distributions (Tensor methods)
 # ---------------------------------------------------------------------------------------------
-class _InplaceZeroGrad(Node):
-    """An in-place sampler run on a tensor of the graph: the earlier values get a zero gradient."""
-    __slots__ = ("shape",)
-
-    def backward(self, g):
-        return (_zeros(self.shape, g),)
-
-
-_NODE_NAMES: dict = {}
-
-
-def _inplace_node(op: str, overload: int = 0):
-    cls = _NODE_NAMES.get((op, overload))
-    if cls is None:  # PyTorch's names: UniformBackward0, NormalBackward0, ExponentialBackward0, ...
-        name = "".join(w.capitalize() for w in op.rstrip("_").split("_")) + f"Backward{overload}"
-        cls = _NODE_NAMES[op, overload] = type(name, (_InplaceZeroGrad,), {"__slots__": ()})
-    return cls
-
-
 def _sample_inplace(x: Tensor, op: str, draw, overload: int = 0) -> Tensor:
     """Run ``draw(target)`` (which overwrites the target tensor's elements) on x, recording a zero-gradient
     node when x is part of a graph (``overload``: the number in PyTorch's node name, RandomBackward2, ...)."""
