@@ -61,6 +61,7 @@ NAMESPACES: dict[str, str] = {
     "multiprocessing": "coretorch.multiprocessing",
     "autograd.graph": "coretorch.autograd.graph",
     "utils.checkpoint": "coretorch.utils.checkpoint",
+    "func": "coretorch.func",
     "utils.hooks": "coretorch.utils.hooks",
     "return_types": "coretorch.return_types",
     "serialization": "coretorch.serialization",

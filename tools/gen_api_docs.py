@@ -65,9 +65,12 @@ TITLES = {
                         "and the sharing-strategy switches."),
     "autograd.graph": ("coretorch.autograd.graph", "The autograd graph's nodes (`grad_fn`): `Node`, its hooks, "
                        "`AccumulateGrad`."),
-    "utils.checkpoint": ("coretorch.utils.checkpoint", "Activation checkpointing's API. The function runs once "
-                         "and keeps its graph (no recomputation in the backward): results and gradients are the "
-                         "plain call's, without the memory saving."),
+    "utils.checkpoint": ("coretorch.utils.checkpoint", "Activation checkpointing: the segment's activations are "
+                         "freed after its forward and recomputed in the backward (the forward's random states and "
+                         "autocast); results and gradients are the plain call's."),
+    "func": ("coretorch.func", "Function transforms (`grad`, `vjp`, `jacrev`, `hessian`, `vmap`) and the functional "
+             "module API (`functional_call`, `stack_module_state`), on reverse-mode autograd; `vmap` calls the "
+             "function once per batch entry."),
     "utils.hooks": ("coretorch.utils.hooks", "Handles returned by hook registrations."),
     "return_types": ("coretorch.return_types", "The named tuples of the ops that return several tensors."),
     "serialization": ("coretorch.serialization", "`save`/`load` (safetensors files, no pickle) and the "
