@@ -72,6 +72,7 @@ from . import __future__  # noqa: F401,E402  (torch.__future__: Module conversio
 from . import _dynamo, _inductor, _logging  # noqa: F401  (torch._dynamo.config, torch._inductor.config, set_logs)
 from . import func  # noqa: F401,E402  (torch.func: grad, vjp, jacrev, vmap, functional_call...)
 from .func import vmap  # noqa: F401,E402  (torch.vmap)
+from . import profiler  # noqa: F401,E402  (torch.profiler: profile, schedule, record_function)
 from . import sparse  # noqa: F401  (dense-backed sparse COO tensors; binds is_sparse, to_sparse, ...)
 from .sparse import sparse_coo_tensor, spmm  # noqa: F401
 from . import backends as _backends_pkg  # noqa: F401  (binds coretorch.backends; devices() has a local of that name)

@@ -62,6 +62,7 @@ NAMESPACES: dict[str, str] = {
     "autograd.graph": "coretorch.autograd.graph",
     "utils.checkpoint": "coretorch.utils.checkpoint",
     "func": "coretorch.func",
+    "profiler": "coretorch.profiler",
     "utils.hooks": "coretorch.utils.hooks",
     "return_types": "coretorch.return_types",
     "serialization": "coretorch.serialization",

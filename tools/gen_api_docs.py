@@ -71,6 +71,8 @@ TITLES = {
     "func": ("coretorch.func", "Function transforms (`grad`, `vjp`, `jacrev`, `hessian`, `vmap`) and the functional "
              "module API (`functional_call`, `stack_module_state`), on reverse-mode autograd; `vmap` calls the "
              "function once per batch entry."),
+    "profiler": ("coretorch.profiler", "PyTorch's profiler API (`profile` with schedules, `record_function`, "
+                 "`tensorboard_trace_handler`): host ranges, no per-op events."),
     "utils.hooks": ("coretorch.utils.hooks", "Handles returned by hook registrations."),
     "return_types": ("coretorch.return_types", "The named tuples of the ops that return several tensors."),
     "serialization": ("coretorch.serialization", "`save`/`load` (safetensors files, no pickle) and the "

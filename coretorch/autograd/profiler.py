@@ -87,7 +87,8 @@ class EventList(list):
         """One :class:`FunctionEventAvg` per event name, in first-seen order."""
         avgs: dict = {}
         for e in self:
-            avgs.setdefault(e.key, FunctionEventAvg(e.key)).add(e)
+            key = "ProfilerStep*" if e.key.startswith("ProfilerStep#") else e.key  # (PyTorch's steps in one row)
+            avgs.setdefault(key, FunctionEventAvg(key)).add(e)
         return EventList(avgs.values())
 
     def total_average(self) -> FunctionEventAvg:
