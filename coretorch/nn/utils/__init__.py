@@ -13,10 +13,10 @@ __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_
            "fuse_linear_bn_weights"]
 from .weight_norm import remove_weight_norm, weight_norm  # noqa: E402
 from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights  # noqa: E402
-from . import init, memory_format, stateless  # noqa: E402,F401  (torch.nn.utils.stateless, ...)
+from . import init, memory_format, prune, stateless  # noqa: E402,F401  (torch.nn.utils.stateless, prune, ...)
 from .init import skip_init  # noqa: E402
 from .memory_format import convert_conv2d_weight_memory_format, convert_conv3d_weight_memory_format  # noqa: E402
 from .spectral_norm import remove_spectral_norm, spectral_norm  # noqa: E402
 
-__all__ += ["skip_init", "stateless", "spectral_norm", "remove_spectral_norm", "convert_conv2d_weight_memory_format",
-            "convert_conv3d_weight_memory_format"]
+__all__ += ["skip_init", "stateless", "prune", "spectral_norm", "remove_spectral_norm",
+            "convert_conv2d_weight_memory_format", "convert_conv3d_weight_memory_format"]
