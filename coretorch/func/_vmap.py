@@ -23,15 +23,8 @@ def _name(func: Any) -> str:
 
 
 def _generators() -> list:
-    from .. import _backend
-    from ..ops.random import _defaults, default_for
-    gens = [default_for()] + [default_for(t) for t in list(_backend._tables.values()) if t.device.type != "cpu"]
-    gens += [g for d, g in list(_defaults.items()) if d.type != "cpu"]
-    out: list = []
-    for g in gens:
-        if all(g is not h for h in out):
-            out.append(g)
-    return out
+    from ..ops.random import defaults_in_use
+    return defaults_in_use()
 
 
 def _states(gens: list) -> list:

@@ -160,6 +160,19 @@ def default_for(device=None) -> Generator:
     return g
 
 
+def defaults_in_use() -> list:
+    """The default generators a block's random draws can come from: cpu's and those of every other device in use
+    (checkpoint recomputation and vmap's randomness modes set them back)."""
+    from .._backend import _tables
+    gens = [default_for()] + [default_for(t) for t in list(_tables.values()) if t.device.type != "cpu"]
+    gens += [g for d, g in list(_defaults.items()) if d.type != "cpu"]
+    out: list = []
+    for g in gens:
+        if all(g is not h for h in out):
+            out.append(g)
+    return out
+
+
 def manual_seed(seed) -> Generator:
     """Seed every device's default generator; returns the cpu one (as PyTorch).  The same seed gives the same
     numbers on a device (coretorch's generators are not PyTorch's: the numbers differ from PyTorch's).

@@ -81,18 +81,8 @@ def boundary(roots: list, made: dict) -> list:
 def _rng_generators() -> list:
     """The default generators a recomputation must start from as the forward did: cpu's and those of the devices in
     use (PyTorch keeps cpu's and those of its tensor arguments' devices; these include them)."""
-    from .. import _backend
-    from ..ops.random import _defaults, default_for
-    gens = [default_for()]
-    for t in list(_backend._tables.values()):
-        if t.device.type != "cpu":
-            gens.append(default_for(t))
-    gens += [g for d, g in list(_defaults.items()) if d.type != "cpu"]
-    out: list = []
-    for g in gens:
-        if all(g is not h for h in out):
-            out.append(g)
-    return out
+    from ..ops.random import defaults_in_use
+    return defaults_in_use()
 
 
 def _autocast_state() -> list:

@@ -225,6 +225,15 @@ def _channel_mask(t: Tensor, dim: int, keep: Tensor) -> Tensor:
     return mask
 
 
+def _unstructured(default_mask: Tensor, scores: Tensor, k: int, largest: bool) -> Tensor:
+    """``default_mask`` with the ``k`` entries of the largest (or smallest) ``scores`` zeroed."""
+    torch = _torch()
+    mask = default_mask.clone(memory_format=torch.contiguous_format)
+    if k:
+        mask.view(-1)[torch.topk(scores.view(-1), k=k, largest=largest).indices] = 0
+    return mask
+
+
 class RandomUnstructured(BasePruningMethod):
     """Prune ``amount`` of the (unpruned) entries at random (an int: that many; a float: that fraction)."""
 
@@ -235,12 +244,7 @@ class RandomUnstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        torch = _torch()
-        k = _count(self.amount, t.nelement())
-        mask = default_mask.clone(memory_format=torch.contiguous_format)
-        if k:
-            mask.view(-1)[torch.topk(torch.rand_like(t).view(-1), k=k).indices] = 0
-        return mask
+        return _unstructured(default_mask, _torch().rand_like(t), _count(self.amount, t.nelement()), True)
 
     @classmethod
     def apply(cls, module: Any, name: str, amount: Any):  # type: ignore[override]
@@ -257,12 +261,7 @@ class L1Unstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        torch = _torch()
-        k = _count(self.amount, t.nelement())
-        mask = default_mask.clone(memory_format=torch.contiguous_format)
-        if k:
-            mask.view(-1)[torch.topk(torch.abs(t).view(-1), k=k, largest=False).indices] = 0
-        return mask
+        return _unstructured(default_mask, _torch().abs(t), _count(self.amount, t.nelement()), False)
 
     @classmethod
     def apply(cls, module: Any, name: str, amount: Any,  # type: ignore[override]
