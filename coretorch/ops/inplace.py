@@ -32,6 +32,12 @@ def check_inplace(x: Tensor, other, op: str) -> bool:
         raise RuntimeError(_NO_GRAD_VIEW)
     if recording and x._mo is not None:
         raise RuntimeError(multi_output_error(x, False))
+    base = x._vbase
+    if base is not None and base._rg and base._gf is None and not x._det:
+        # a view of a leaf that came to require grad after the view was made (b[:2] before b.requires_grad_()):
+        # PyTorch's view requires grad through its base, and its check_inplace refuses it as any view of a leaf
+        raise RuntimeError(f"a view of a leaf Variable that requires grad is being used in an in-place operation "
+                           f"({op}).")
     if recording and x._vbase is not None and not x._det:
         # (a view of a tensor that does not require grad, written with an operand that does: the base joins the
         # graph through the rebase, as PyTorch's CopySlices; ``x[1:3].copy_(w)`` of ``x = torch.zeros(4)``)
@@ -127,7 +133,11 @@ def _rebase_view(x: Tensor, r: Tensor) -> None:
     old_base = edge(base)
     _bypass_hooked_view_node(x, r, geom, node.shape, old_base)
     node.next_functions = (old_base, edge(r))
+    old_fn, old_nr = base._gf, base._out_nr
     base.grad_fn, base._out_nr, base._rg = node, 0, True
+    if base._retains:  # (the base's retain_grad follows its new node: its .grad is that of its new value, as in torch)
+        from ..tensor import _move_retains_hook
+        _move_retains_hook(base, old_fn, old_nr)
     x.grad_fn, x._out_nr, x._rg = _region_of(geom, node.shape, (node, 0)), 0, True
     x._gfb = node
 
@@ -330,7 +340,8 @@ def binary_inplace(x: Tensor, op: str, fn, other, alpha=1) -> Tensor:
     if ot and other._be is table and other._data is not x._data and table.has("same_storage") \
             and table.same_storage(x._data, other._data):  # x[1:] += x[:-1] raises as in PyTorch
         assert_no_partial_overlap(table, x._data, other._data, x.dtype.itemsize, other.dtype.itemsize)
-    if (not _gs.enabled or not (x._rg or (ot and other._rg) or x._ngv)) and x.dtype.is_floating_point \
+    if (not _gs.enabled or not (x._rg or (ot and other._rg) or x._ngv or x._vbase is not None and x._vbase._rg)) \
+            and x.dtype.is_floating_point \
             and table.has(_IKERNEL[op]):
         if ot:
             if other._be is table and other.dtype is x.dtype:
