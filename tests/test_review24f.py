@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import coretorch as torch
+import coretorch.nn.functional as F
 
 _INPLACE = "modified by an inplace operation"
 
@@ -119,3 +120,127 @@ def test_in_place_on_a_view_whose_base_came_to_require_grad(device):
     b.requires_grad_()
     b.detach()[:2].add_(1)
     np.testing.assert_allclose(_np(b), [2.0, 2.0, 1.0])
+
+
+# ---- saved tensors changed in place: the ops that did not check ---------------------------------------------------
+def _x(device):
+    a = torch.tensor(np.arange(1.0, 13.0, dtype=np.float32).reshape(3, 4) / 7, device=device, requires_grad=True)
+    return a, a * 1
+
+
+_LOSSES = {  # PyTorch's fused node saves input and target (mse_loss_backward(grad, self, target, reduction), ...)
+    "mse_loss": lambda x, t: F.mse_loss(x, t), "smooth_l1_loss": lambda x, t: F.smooth_l1_loss(x, t),
+    "huber_loss": lambda x, t: F.huber_loss(x, t), "soft_margin_loss": lambda x, t: F.soft_margin_loss(x, t),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LOSSES))
+def test_pointwise_losses_check_their_saved_input_and_target(device, name):
+    """PyTorch: MseLossBackward0 (SmoothL1Loss, HuberLoss, SoftMarginLoss) saves input and target; either changed in
+    place before the backward raises "... [torch.FloatTensor [3, 4]], which is output 0 of Add, is at version 1;
+    expected version 0 instead" (no node for a target that is a leaf).  coretorch's composite saved ``input -
+    target``: the backward ran, with the values before the change."""
+    fn = _LOSSES[name]
+    _, x = _x(device)
+    t = torch.full((3, 4), 0.5, device=device)
+    loss = fn(x, t)
+    x.add_(0.25)
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation: \[torch\.FloatTensor \[3, 4\]\], "
+                                           r"which is output 0 of Add, is at version 1; expected version 0 instead"):
+        loss.backward()
+    a, x = _x(device)
+    t = torch.full((3, 4), 0.5, device=device)
+    loss = fn(x, t)
+    t.mul_(2)
+    with pytest.raises(RuntimeError, match=r"inplace operation: \[torch\.FloatTensor \[3, 4\]\] is at version 1; "
+                                           r"expected version 0 instead"):
+        loss.backward()
+    a, x = _x(device)  # unchanged: the gradient as before
+    t = torch.full((3, 4), 0.5, device=device)
+    fn(x, t).backward()
+    assert a.grad is not None and a.grad.shape == (3, 4)
+
+
+def test_normalizations_check_their_saved_input(device):
+    """PyTorch: NativeBatchNormBackward0 / NativeGroupNormBackward0 save input and weight (instance_norm: batch_norm
+    of the input's view); an in-place change of the input before the backward raises.  coretorch's composites saved
+    the normalized values: the backward gave the gradient for the input before the change."""
+    cases = {
+        "batch_norm": lambda x: F.batch_norm(x, None, None, training=True),
+        "group_norm": lambda x: F.group_norm(x.reshape(1, 4, 3), 2),
+        "instance_norm": lambda x: F.instance_norm(x.reshape(1, 3, 4)),
+    }
+    for name, fn in cases.items():
+        _, x = _x(device)
+        out = fn(x)
+        w = torch.cos(torch.arange(out.numel(), device=device, dtype=out.dtype)).reshape(out.shape)
+        loss = (out * w).sum()
+        x.add_(0.5)
+        with pytest.raises(RuntimeError, match=_INPLACE):
+            loss.backward()
+    _, x = _x(device)  # the weight too: PyTorch names the weight's own shape
+    wt = torch.ones(4, device=device, requires_grad=True) * 1
+    out = F.batch_norm(x, None, None, weight=wt, training=True)
+    wt.add_(1)
+    with pytest.raises(RuntimeError, match=r"inplace operation: \[torch\.FloatTensor \[4\]\], which is output 0 of "
+                                           r"Add"):
+        out.sum().backward()
+
+
+def test_index_and_window_selections_check_their_saved_input(device):
+    """PyTorch: GatherBackward0, CummaxBackward0/CumminBackward0, MaxPool2DWithIndicesBackward0, NllLossBackward0,
+    MultiMarginLossBackward0, GluBackward0 and LinalgCrossBackward0 save their input: changed in place before the
+    backward, it raises "modified by an inplace operation" (GLU: that error, not the split pieces' view error).
+    coretorch saved only the indices (or intermediates): the backward ran."""
+    idx = torch.tensor([[0, 1], [2, 3], [1, 1]], device=device)
+    cls = torch.tensor([0, 1, 3], device=device)
+    cases = {
+        "gather": lambda x: torch.gather(x, 1, idx), "cummax": lambda x: x.cummax(1)[0],
+        "cummin": lambda x: x.cummin(1)[0], "max_pool1d": lambda x: F.max_pool1d(x.reshape(1, 3, 4), 2),
+        "max_pool2d": lambda x: F.max_pool2d(x.reshape(1, 1, 3, 4), 2),
+        "adaptive_max_pool1d": lambda x: F.adaptive_max_pool1d(x.reshape(1, 3, 4), 2),
+        "nll_loss": lambda x: F.nll_loss(x, cls), "multi_margin_loss": lambda x: F.multi_margin_loss(x, cls),
+        "glu": lambda x: F.glu(x, 1), "linalg.cross": lambda x: torch.linalg.cross(x[:, :3], x[:, 1:]),
+    }
+    for name, fn in cases.items():
+        for write in (lambda x: x.add_(0.25), lambda x: x[0].mul_(2)):  # directly or through a view
+            _, x = _x(device)
+            out = fn(x)
+            write(x)
+            with pytest.raises(RuntimeError, match=_INPLACE):
+                out.sum().backward()
+        a, x = _x(device)  # x.data is not counted (PyTorch neither): the backward runs
+        out = fn(x)
+        x.data.add_(0.25)
+        out.sum().backward()
+        assert a.grad is not None, name
+
+
+def test_saved_results_of_pdist_and_the_1_norm(device):
+    """PyTorch: PdistBackward0 and LinalgVectorNormBackward0 (every p) save their result; changed in place before
+    the backward it raises, naming the node: "[torch.FloatTensor [3]], which is output 0 of PdistBackward0"...
+    "output 0 of LinalgVectorNorm".  coretorch's pdist (a copy of cdist's entries) and 1-norm (a sum of |x|) did not
+    save it: the backward ran."""
+    _, x = _x(device)
+    d = F.pdist(x)
+    d.mul_(1.5)
+    with pytest.raises(RuntimeError, match=r"\[torch\.FloatTensor \[3\]\], which is output 0 of Pdist, is at version "
+                                           r"1; expected version 0"):
+        d.sum().backward()
+    for norm in (lambda x: x.norm(p=1), lambda x: torch.linalg.vector_norm(x, 1)):
+        _, x = _x(device)
+        n = norm(x)
+        n.mul_(1.5)
+        with pytest.raises(RuntimeError, match=r"\[torch\.FloatTensor \[\]\], which is output 0 of LinalgVectorNorm, "
+                                               r"is at version 1"):
+            n.backward()
+    a, x = _x(device)  # unchanged: pdist's gradient is cdist's (no alias of the result left behind)
+    F.pdist(x).sum().backward()
+    xs = _np(x)
+    want = np.zeros_like(xs)
+    for i in range(3):
+        for j in range(i + 1, 3):
+            u = (xs[i] - xs[j]) / np.linalg.norm(xs[i] - xs[j])
+            want[i] += u
+            want[j] -= u
+    np.testing.assert_allclose(_np(a.grad), want, rtol=1e-5, atol=1e-6)
