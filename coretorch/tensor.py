@@ -54,6 +54,7 @@ class Tensor(_TensorAPI):
     _accum = None
     _post_accumulate_grad_hooks = None  # register_post_accumulate_grad_hook's (run by AccumulateGrad)
     _retains = False
+    _made_by: Any = None  # (node, output_nr) that made it, where an in-place op changed its grad_fn since (inplace.py)
     _gdt: Any = _GDT_UNSET  # grad_dtype, where set (coretorch/_grad_assign.py)
 
     _is_param = False  # nn.Parameter's isinstance check also accepts tensors flagged this way (as PyTorch)

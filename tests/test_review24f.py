@@ -244,3 +244,52 @@ def test_saved_results_of_pdist_and_the_1_norm(device):
             want[i] += u
             want[j] -= u
     np.testing.assert_allclose(_np(a.grad), want, rtol=1e-5, atol=1e-6)
+
+
+# ---- the error's words and the version counter ---------------------------------------------------------------------
+def test_a_saved_output_changed_in_place_is_named_as_the_node_that_saved_it(device):
+    """PyTorch: a node that saved its own output names itself when that output was changed in place: ``d =
+    torch.linalg.det(m); d.mul_(2)`` -> "[torch.FloatTensor []], which is output 0 of LinalgDet, is at version 1"
+    (through a view too: ``d.view(-1)[0:1].mul_(2)``), ``x.prod(1)`` -> "output 0 of Prod1" (its node
+    ProdBackward1: only "Backward0" is dropped, a later overload's number kept), ``2 ** x`` -> "Pow2".  coretorch
+    named the tensor's new node ("output 0 of Mul", "torch::autograd::CopySlices") and dropped the number
+    ("Prod")."""
+    m = torch.tensor([[2.0, 1.0], [1.0, 3.0]], device=device, requires_grad=True) * 1
+    cases = [
+        (lambda: torch.linalg.det(m), lambda r: r.mul_(2), r"\[torch\.FloatTensor \[\]\], which is output 0 of "
+                                                           r"LinalgDet, is at version 1"),
+        (lambda: torch.linalg.det(m), lambda r: r.view(-1)[0:1].mul_(2), r"which is output 0 of LinalgDet, is at"),
+        (lambda: torch.linalg.inv(m), lambda r: r.mul_(2), r"\[torch\.FloatTensor \[2, 2\]\], which is output 0 of "
+                                                           r"LinalgInvEx, is at version 1"),
+        (lambda: m.prod(1), lambda r: r.mul_(2), r"which is output 0 of Prod1, is at version 1"),
+        (lambda: 2 ** m, lambda r: r.mul_(2), r"which is output 0 of Pow2, is at version 1"),
+        (lambda: m.max(), lambda r: r.mul_(2), r"which is output 0 of Max1, is at version 1"),
+        (lambda: m.exp(), lambda r: r.mul_(2), r"which is output 0 of Exp, is at version 1"),
+    ]
+    for make, write, words in cases:
+        r = make()
+        write(r)
+        with pytest.raises(RuntimeError, match=words):
+            r.sum().backward()
+    x = m * 1  # an input changed in place: named by its new node, as before
+    y = x * x
+    x.add_(1)
+    with pytest.raises(RuntimeError, match=r"which is output 0 of Add, is at version 1; expected version 0"):
+        y.sum().backward()
+
+
+def test_batch_norm_updates_its_running_stats_without_a_version_bump(device):
+    """PyTorch: the batch-norm kernel writes the running statistics in place without bumping their version counter
+    (``running_mean._version`` stays 0 after ``F.batch_norm(..., training=True)``; a BatchNorm1d's is 1, from its
+    reset, before and after a forward).  coretorch copied the new values in (one bump per forward)."""
+    rm, rv = torch.zeros(3, device=device), torch.ones(3, device=device)
+    x = torch.tensor(np.arange(12.0, dtype=np.float32).reshape(4, 3), device=device)
+    F.batch_norm(x, rm, rv, training=True, momentum=0.5)
+    assert (rm._version, rv._version) == (0, 0)
+    np.testing.assert_allclose(_np(rm), [2.25, 2.75, 3.25])
+    np.testing.assert_allclose(_np(rv), 0.5 + 0.5 * np.var(np.arange(12.0).reshape(4, 3), 0, ddof=1), rtol=1e-6)
+    bn = torch.nn.BatchNorm1d(3).to(device)
+    v = bn.running_mean._version
+    bn(x)
+    assert bn.running_mean._version == v and bn.running_var._version == v
+    assert bn.num_batches_tracked._version == v + 1  # (its add_ bumps it, as in PyTorch)

@@ -134,6 +134,7 @@ def _rebase_view(x: Tensor, r: Tensor) -> None:
     _bypass_hooked_view_node(x, r, geom, node.shape, old_base)
     node.next_functions = (old_base, edge(r))
     old_fn, old_nr = base._gf, base._out_nr
+    made_by(base, old_fn, old_nr)
     base.grad_fn, base._out_nr, base._rg = node, 0, True
     if base._retains:  # (the base's retain_grad follows its new node: its .grad is that of its new value, as in torch)
         from ..tensor import _move_retains_hook
@@ -259,6 +260,7 @@ def rebase(x: Tensor, r: Tensor) -> None:
     else:
         _saved_output_is_x(r.grad_fn, r, x)
     old_fn, old_nr = x.grad_fn, x._out_nr
+    made_by(x, old_fn, old_nr)
     if x._vbase is not None and r._rg and x._rg == x._vbase._rg and not x._det:
         _rebase_view(x, r)
     else:
@@ -268,6 +270,13 @@ def rebase(x: Tensor, r: Tensor) -> None:
     if x._retains:
         from ..tensor import _move_retains_hook
         _move_retains_hook(x, old_fn, old_nr)
+
+
+def made_by(x: Tensor, fn, nr: int) -> None:
+    """Before an in-place op changes x's grad_fn: remember the node that made x (once), for the "modified by an
+    inplace operation" error of a node that saved x as its output (named as that node, as PyTorch's)."""
+    if fn is not None and x._made_by is None:
+        x._made_by = (fn, nr)
 
 
 def _saved_output_is_x(node, r, x: Tensor) -> None:
