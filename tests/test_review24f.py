@@ -293,3 +293,26 @@ def test_batch_norm_updates_its_running_stats_without_a_version_bump(device):
     bn(x)
     assert bn.running_mean._version == v and bn.running_var._version == v
     assert bn.num_batches_tracked._version == v + 1  # (its add_ bumps it, as in PyTorch)
+
+
+def test_checkpoint_checks_its_saved_inputs(device):
+    """PyTorch: ``checkpoint`` (reentrant or not) saves its tensor inputs for the recomputation: one changed in place
+    before the backward raises "... which is output 0 of Add, is at version 1".  coretorch keeps the function's graph
+    (``x.exp()`` saved only its result): the backward ran.  A checkpointed loss keeps its own check as well."""
+    from coretorch.utils.checkpoint import checkpoint
+    for reentrant in (True, False):
+        a = torch.ones(3, device=device, requires_grad=True)
+        x = a * 2
+        y = checkpoint(lambda z: z.exp(), x, use_reentrant=reentrant)
+        x.add_(1)
+        with pytest.raises(RuntimeError, match=r"which is output 0 of Add, is at version 1; expected version 0"):
+            y.sum().backward()
+        a = torch.ones(3, device=device, requires_grad=True)  # unchanged: the gradient of exp(2a)
+        checkpoint(lambda z: z.exp(), a * 2, use_reentrant=reentrant).sum().backward()
+        np.testing.assert_allclose(_np(a.grad), 2 * np.exp(2.0) * np.ones(3), rtol=1e-6)
+    _, x = _x(device)
+    t = torch.zeros(3, 4, device=device)
+    loss = checkpoint(lambda p, q: F.mse_loss(p, q), x, t, use_reentrant=False)
+    t.add_(1)  # (the loss's own saved target: both checks stay)
+    with pytest.raises(RuntimeError, match=_INPLACE):
+        loss.backward()

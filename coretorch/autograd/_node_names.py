@@ -51,8 +51,10 @@ def named_node(t, name: str, link: bool = False, saves: tuple = ()):
             cls = _CLASSES[key] = type(name, (base,), ns)
         fn.__class__ = cls
     if guard:
-        kept = [s for s in saves if s is not None]
-        fn._guard = (tuple(kept), tuple([s._vc[0] for s in kept]))
+        kept = tuple([s for s in saves if s is not None])
+        versions = tuple([s._vc[0] for s in kept])
+        old = fn.__dict__.get("_guard")  # (a node guarded twice, a checkpointed loss: both checks)
+        fn._guard = (old[0] + kept, old[1] + versions) if old else (kept, versions)
     return t
 
 
@@ -68,7 +70,8 @@ def saves_also(t, *inputs, output: bool = False):
     if output:
         alias = t.detach()
         saves = inputs + (alias,)
-        fn._saved_outs = {id(alias): t._out_nr}  # (the error names the node itself, as for a saved result)
+        outs = fn.__dict__.get("_saved_outs") or {}
+        fn._saved_outs = {**outs, id(alias): t._out_nr}  # (the error names the node itself, as for a saved result)
     return named_node(t, fn.__class__.__name__, saves=saves)
 
 

@@ -57,7 +57,23 @@ def checkpoint(function, *args, use_reentrant: bool | None = None, context_fn=No
             from ..autograd.grad_mode import no_grad
             with no_grad():
                 return function(*args)
-    return function(*args, **kwargs)
+    return _saves_inputs(function(*args, **kwargs), args)
+
+
+def _saves_inputs(out, args):
+    """PyTorch's checkpoint saves its tensor inputs for the recomputation (version-checked): one changed in place
+    before the backward raises "modified by an inplace operation".  coretorch keeps the function's graph, whose nodes
+    may have saved other tensors (``x.exp()`` its result): each output's node checks the inputs' versions too."""
+    from ..autograd._node_names import saves_also
+    from ..autograd.grad_mode import state
+    from ..tensor import Tensor
+    inputs = tuple(a for a in args if isinstance(a, Tensor))
+    if not inputs or not state.enabled:
+        return out
+    for o in (out if isinstance(out, (tuple, list)) else (out,)):
+        if isinstance(o, Tensor) and o._gf is not None and not any(o is a for a in inputs):
+            saves_also(o, *inputs)
+    return out
 
 
 def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool | None = None, **kwargs):
