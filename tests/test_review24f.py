@@ -316,3 +316,47 @@ def test_checkpoint_checks_its_saved_inputs(device):
     t.add_(1)  # (the loss's own saved target: both checks stay)
     with pytest.raises(RuntimeError, match=_INPLACE):
         loss.backward()
+
+
+_SAVE_RESULT = {  # the in-place activations whose PyTorch node saves the result, and that node's name in the error
+    "leaky_relu": (lambda h: F.leaky_relu(h, 0.1, inplace=True), "LeakyRelu1"),
+    "elu": (lambda h: F.elu(h, inplace=True), "Elu1"), "selu": (lambda h: F.selu(h, inplace=True), "Elu1"),
+    "celu": (lambda h: F.celu(h, inplace=True), "Celu1"),
+    "rrelu": (lambda h: F.rrelu(h, training=False, inplace=True), "RreluWithNoise1"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SAVE_RESULT))
+def test_in_place_activations_check_their_saved_result(device, name):
+    """PyTorch: ``F.leaky_relu(h, inplace=True)`` (elu_, selu_, celu_, rrelu_) saves its result; ``h.mul_(2)`` (a
+    residual ``h += x``) before the backward raises "... which is output 0 of LeakyRelu1, is at version 2; expected
+    version 1 instead".  coretorch computed from a copy of the input: no error, the gradient of the old values."""
+    fn, node = _SAVE_RESULT[name]
+    a = torch.tensor([[0.5, -1.0, 2.0], [-0.3, 0.2, -2.5]], device=device, requires_grad=True)
+    h = a * 1
+    fn(h)
+    h.mul_(2)
+    with pytest.raises(RuntimeError, match=rf"which is output 0 of {node}, is at version 2; expected version 1"):
+        h.sum().backward()
+    a = torch.tensor([[0.5, -1.0, 2.0], [-0.3, 0.2, -2.5]], device=device, requires_grad=True)
+    h = a * 1
+    fn(h).sum().backward()  # unchanged: the gradient runs
+    assert a.grad is not None and float(a.grad[0, 0]) == pytest.approx(1.0507009873554805 if name == "selu" else 1.0)
+
+
+def test_in_place_leaky_relu_with_a_negative_slope_refuses_its_backward(device):
+    """PyTorch: ``F.leaky_relu(h, -0.5, inplace=True)`` runs, but its backward raises "In-place leakyReLu backward
+    calculation is triggered with a negative slope which is not supported" (the saved result's sign does not tell the
+    input's).  coretorch gave a gradient; out of place, or with slope 0, both give one."""
+    a = torch.tensor([1.0, -2.0], device=device, requires_grad=True)
+    h = a * 1
+    F.leaky_relu(h, -0.5, inplace=True)
+    np.testing.assert_allclose(_np(h), [1.0, 1.0])
+    with pytest.raises(RuntimeError, match="In-place leakyReLu backward calculation is triggered with a negative "
+                                           "slope which is not supported"):
+        h.sum().backward()
+    h = a * 1
+    F.leaky_relu(h, 0.0, inplace=True).sum().backward()
+    np.testing.assert_allclose(_np(a.grad), [1.0, 0.0])
+    F.leaky_relu(a * 1, -0.5).sum().backward()
+    np.testing.assert_allclose(_np(a.grad), [2.0, -0.5])
