@@ -360,3 +360,30 @@ def test_in_place_leaky_relu_with_a_negative_slope_refuses_its_backward(device):
     np.testing.assert_allclose(_np(a.grad), [1.0, 0.0])
     F.leaky_relu(a * 1, -0.5).sum().backward()
     np.testing.assert_allclose(_np(a.grad), [2.0, -0.5])
+
+
+def test_an_expanded_view_read_after_its_base_was_written_in_place(device):
+    """PyTorch: ``e = b[0:1].expand(5, 4); b.mul_(2); e.sum(0)``: e's grad_fn is regenerated (AsStridedBackward0) from
+    b's new node, so the gradient goes through the ``mul_``: ``a.grad`` is 2 * 5 * the weights in row 0.  coretorch
+    kept e's old node for a stride-0 view: the gradient skipped the in-place op (half of PyTorch's, silently)."""
+    a = torch.tensor(np.arange(1.0, 13.0, dtype=np.float32).reshape(3, 4), device=device, requires_grad=True)
+    b = a * 1
+    e = b[0:1].expand(5, 4)
+    b.mul_(2)
+    wt = torch.tensor([1.0, 2.0, 3.0, 4.0], device=device)
+    y = e.sum(0)
+    assert e.grad_fn.name() == "AsStridedBackward0"
+    np.testing.assert_allclose(_np(y), 10 * np.arange(1.0, 5.0))
+    (y * wt).sum().backward()
+    want = np.zeros((3, 4), np.float32)
+    want[0] = 10 * np.arange(1.0, 5.0)
+    np.testing.assert_allclose(_np(a.grad), want)
+    a.grad = None  # a new leading dim, and a column expanded along the other dim
+    b = a * 1
+    e, c = b[1].expand(2, 4), b[:, 1:2].expand(3, 5)
+    b.mul_(3)
+    ((e * torch.arange(8.0, device=device).reshape(2, 4)).sum() + c.sum()).backward()
+    want = np.zeros((3, 4), np.float32)
+    want[1] = 3 * (np.arange(4.0) + np.arange(4.0, 8.0))
+    want[:, 1] += 15
+    np.testing.assert_allclose(_np(a.grad), want)

@@ -65,10 +65,10 @@ _SELF_OVERLAP = ("unsupported operation: more than one element of the written-to
                  "location. Please clone() the tensor before performing the operation.")
 
 
-def _view_geometry(x: Tensor):
+def _view_geometry(x: Tensor, unexpanded: bool = False):
     """(shape, element strides, element offset) of the view ``x`` in its base's memory, where the base is
     contiguous and the view lies inside it with non-negative strides (what a CopySlices rebase addresses); else
-    None."""
+    None.  ``unexpanded``: of x with its broadcast dims (stride 0) as size 1 (an expanded view's memory)."""
     root, table = x._vbase, x._be
     assert root is not None  # only views are rebased
     if root._be is not table or not (table.has("storage_offset") and table.has("as_strided")):
@@ -82,6 +82,8 @@ def _view_geometry(x: Tensor):
     if not table.is_contiguous(root._data):
         return None
     st = tuple(table.strides(x._data))
+    if unexpanded:
+        shape = tuple([1 if t == 0 else d for d, t in zip(shape, st)])
     off = table.storage_offset(x._data) - table.storage_offset(root._data)
     if off < 0 or min(st, default=0) < 0 or any(t == 0 and d > 1 for d, t in zip(shape, st)) \
             or off + 1 + sum((d - 1) * t for d, t in zip(shape, st)) > n:
@@ -180,6 +182,20 @@ def rebase_view_onto(x: Tensor, node: Node, nr: int, fn_name: str) -> None:
     _rebase_view(x, _make(x._data, x.dtype, x._be, node, nr))
 
 
+class _ExpandedRegion(AsStridedBackward0):
+    """The node of an expanded view (``b[0:1].expand(5, 4)``) regenerated after an in-place op on its base: the
+    gradient summed over the broadcast dims, then into the region of the base's memory (PyTorch's as_strided
+    backward of a stride-0 view; named as PyTorch's regenerated node)."""
+    __slots__ = ("in_shape",)
+
+    def backward(self, g):
+        from ._util import sum_to
+        return AsStridedBackward0.backward(self, sum_to(g, self.in_shape))
+
+
+_ExpandedRegion.__name__ = _ExpandedRegion.__qualname__ = "AsStridedBackward0"
+
+
 def _region_of(geom, shape: tuple, base_edge) -> AsStridedBackward0:
     """The node of a view at ``geom`` in a base of ``shape`` whose gradient goes to ``base_edge``."""
     view = AsStridedBackward0()
@@ -206,10 +222,18 @@ def refresh_view(x: Tensor) -> None:
     if not base._rg:
         return
     geom = _view_geometry(x)
-    if geom is None:
-        return
+    node: AsStridedBackward0
+    if geom is not None:
+        node = _region_of(geom, tuple(base._data.shape), edge(base))
+    else:
+        geom = _view_geometry(x, unexpanded=True)  # (an expanded view: the region of its memory, then a sum)
+        if geom is None:
+            return
+        node = _ExpandedRegion()
+        node.geom, node.shape, node.in_shape = geom, tuple(base._data.shape), geom[0]
+        node.next_functions = (edge(base),)
     old_fn, old_nr = x._gf, x._out_nr
-    x.grad_fn, x._out_nr = _region_of(geom, tuple(base._data.shape), edge(base)), 0
+    x.grad_fn, x._out_nr = node, 0
     if x._retains:  # (its retain_grad follows the view's new node, as in torch)
         from ..tensor import _move_retains_hook
         _move_retains_hook(x, old_fn, old_nr)
