@@ -387,3 +387,37 @@ def test_an_expanded_view_read_after_its_base_was_written_in_place(device):
     want[1] = 3 * (np.arange(4.0) + np.arange(4.0, 8.0))
     want[:, 1] += 15
     np.testing.assert_allclose(_np(a.grad), want)
+
+
+def test_views_of_a_non_contiguous_base_under_in_place_ops(device):
+    """PyTorch: a base in another memory order (a clone of a transposed tensor keeps its strides; channels_last):
+    ``v = b[0]; b.mul_(2); v * 1`` regenerates v's node, so the gradient goes through the ``mul_`` (twice the
+    weights); ``b[0].mul_(2)`` on the view is recorded (CopySlices).  coretorch kept v's old node for such a base
+    (half the gradient, silently) and refused the in-place op on the view (NotImplementedError)."""
+    a = torch.tensor(np.arange(1.0, 13.0, dtype=np.float32).reshape(3, 4), device=device, requires_grad=True)
+    wt = torch.tensor([1.0, 2.0, 3.0], device=device)
+    b = (a * 1).t().clone()  # (4, 3), strides (1, 4)
+    v = b[0]
+    b.mul_(2)
+    (v * wt).sum().backward()
+    want = np.zeros((3, 4), np.float32)
+    want[:, 0] = 2 * np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(_np(a.grad), want)
+    a.grad = None
+    b = (a * 1).t().clone()
+    b[1].mul_(wt)  # row 1 of b: column 1 of a, times (1, 2, 3)
+    want = _np(a).T.copy()
+    want[1] *= [1.0, 2.0, 3.0]
+    np.testing.assert_allclose(_np(b), want)
+    assert b.grad_fn.name() == "torch::autograd::CopySlices"
+    (b * torch.arange(12.0, device=device).reshape(4, 3)).sum().backward()
+    want = np.arange(12.0).reshape(4, 3)
+    want[1] *= [1.0, 2.0, 3.0]
+    np.testing.assert_allclose(_np(a.grad), want.T)
+    a.grad = None
+    c = (a * 1).reshape(1, 3, 2, 2).to(memory_format=torch.channels_last)
+    c[0, 0].mul_(3)
+    (c * torch.arange(12.0, device=device).reshape(1, 3, 2, 2)).sum().backward()
+    want = np.arange(12.0).reshape(3, 4)
+    want[0] *= 3
+    np.testing.assert_allclose(_np(a.grad), want)

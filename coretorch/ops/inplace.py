@@ -79,8 +79,12 @@ def _view_geometry(x: Tensor, unexpanded: bool = False):
         n *= d
     if 0 in shape:  # no element written: any layout will do
         return shape, (0,) * len(shape), 0, n
-    if not table.is_contiguous(root._data):
-        return None
+    layout = None
+    if not table.is_contiguous(root._data):  # a dense root in another order (a transposed clone, channels_last):
+        rshape, rst = tuple(root._data.shape), tuple(table.strides(root._data))  # its memory order is mapped
+        if not _dense(rshape, rst):
+            return None
+        layout = (rshape, rst)
     st = tuple(table.strides(x._data))
     if unexpanded:
         shape = tuple([1 if t == 0 else d for d, t in zip(shape, st)])
@@ -88,14 +92,36 @@ def _view_geometry(x: Tensor, unexpanded: bool = False):
     if off < 0 or min(st, default=0) < 0 or any(t == 0 and d > 1 for d, t in zip(shape, st)) \
             or off + 1 + sum((d - 1) * t for d, t in zip(shape, st)) > n:
         return None
-    return shape, st, off, n
+    return (shape, st, off, n) if layout is None else (shape, st, off, n, layout)
+
+
+def _dense(shape: tuple, strides: tuple) -> bool:
+    """Whether the strides lay the elements out without gaps or overlaps (a permutation of a contiguous layout)."""
+    acc = 1
+    for t, d in sorted((t, d) for d, t in zip(shape, strides) if d != 1):
+        if t != acc:
+            return False
+        acc *= d
+    return True
 
 
 def _positions(table, g: Tensor, geom) -> Tensor:
     """int64 positions (flat, in a contiguous tensor of the base's shape) of the view's elements, in view order."""
-    shape, st, off, n = geom
+    shape, st, off, n = geom[:4]
     ar = table.arange(0, max(n, 1), 1, _dt.int64.np)
-    return _make(table.contiguous(table.as_strided(ar, shape, st, off)), _dt.int64, table).reshape(-1)
+    mem = _make(table.contiguous(table.as_strided(ar, shape, st, off)), _dt.int64, table).reshape(-1)
+    if len(geom) == 4:  # (a contiguous base: memory offsets are the positions)
+        return mem
+    from .indexing import index_select
+    rshape, rst = geom[4]  # the base's memory order: logical[memory offset] = its element's row-major position
+    cst: list[int] = []
+    acc = 1
+    for d in reversed(rshape):
+        cst.insert(0, acc)
+        acc *= d
+    logical = table.empty((n,), _dt.int64.np)
+    table.assign_(table.as_strided(logical, rshape, rst, 0), table.as_strided(ar, rshape, tuple(cst), 0))
+    return index_select(_make(logical, _dt.int64, table), 0, mem)
 
 
 class CopySlices(Node):
