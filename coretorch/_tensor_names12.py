@@ -25,7 +25,7 @@ from .ops import _householder as _hh, _lu, creation as _C, indexing as _I, shape
 from .ops._util import return_type
 from .storage import TypedStorage, UntypedStorage, _warn_typed_storage
 from .device import device as Device
-from .tensor import Size, Tensor, _make
+from .tensor import Size, Tensor, _edge as _tensor_edge, _make
 
 _triangular_solve_result = return_type("triangular_solve", ("solution", "cloned_coefficient"))
 
@@ -246,6 +246,7 @@ def set_(self: Tensor, source=None, storage_offset: int = 0, size=None, stride=N
     if self._rg and self.grad_fn is None and _gs.enabled:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     table = self._be
+    old_edge = _tensor_edge(self) if self._rg and _gs.enabled else None  # (for set_'s NotImplemented node, below)
     if source is None:
         self._data = table.empty((0,), self.dtype.np)
     else:
@@ -278,6 +279,9 @@ def set_(self: Tensor, source=None, storage_offset: int = 0, size=None, stride=N
             # view for autograd, as a detached one)
             self._vbase, self._det = root, True
     self._vc[0] += 1
+    from .autograd._zero import not_implemented_inplace
+    src_edge = _tensor_edge(source) if isinstance(source, Tensor) and source._rg and _gs.enabled else None
+    not_implemented_inplace(self, (old_edge, src_edge), "set_")
     return self
 
 

@@ -54,6 +54,7 @@ class Tensor(_TensorAPI):
     _accum = None
     _post_accumulate_grad_hooks = None  # register_post_accumulate_grad_hook's (run by AccumulateGrad)
     _retains = False
+    _made_by: Any = None  # (node, output_nr) that made it, where an in-place op changed its grad_fn since (inplace.py)
     _gdt: Any = _GDT_UNSET  # grad_dtype, where set (coretorch/_grad_assign.py)
 
     _is_param = False  # nn.Parameter's isinstance check also accepts tensors flagged this way (as PyTorch)
@@ -332,8 +333,8 @@ class Tensor(_TensorAPI):
         return t
 
     def detach_(self) -> "Tensor":
-        if self._vbase is not None and self._vbase._rg and not self._det:
-            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        if self._vbase is not None and not self._det:  # (any view, as PyTorch's is_view(): requiring grad or not)
+            raise RuntimeError(_DETACH_VIEW)
         self.grad_fn = None
         self._rg = False
         return self
@@ -695,6 +696,13 @@ def _make(data, dtype, table, grad_fn=None, out_nr=0, base=None, version=None) -
     if out_nr:
         t._out_nr = out_nr
     return t
+
+
+_DETACH_VIEW = (
+    "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) for training, "
+    "and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and hence detach_() cannot be "
+    "called on these gradients. To fix this error, please refer to the Optimizer.zero_grad() function in "
+    "torch/optim/optimizer.py as the solution.")
 
 
 def _move_retains_hook(t: Tensor, old_fn, old_nr: int) -> None:

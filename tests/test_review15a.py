@@ -212,6 +212,12 @@ def test_a_replay_bumps_the_version_counter_of_what_it_modifies(device, what):
             before = saved._version
             with torch.no_grad():
                 f(x)
+            if what == "module buffer":  # (review 24f: PyTorch's batch-norm kernel writes its running statistics
+                # without a version bump, eagerly: the backward runs, on the new values; the replay as eager)
+                assert saved._version == before
+                z.backward()
+                np.testing.assert_allclose(w.grad.cpu().numpy(), saved.cpu().numpy())
+                continue
             assert saved._version == before + 1
             with pytest.raises(RuntimeError, match="modified by an inplace operation"):
                 z.backward()

@@ -120,3 +120,23 @@ def not_implemented_graph(r: Tensor, inputs, op: str) -> Tensor:
     node.op = op
     node.next_functions = tuple(_edge(t) if n else (None, 0) for t, n in zip(inputs, need))
     return _make(r._data, r.dtype, r._be, node)
+
+
+class _NotImplementedInplaceNode(_NotImplementedNode):
+    __slots__ = ()
+
+    def backward(self, g):
+        raise RuntimeError(f"derivative for {self.op} is not implemented")  # (PyTorch's words for set_: no aten::)
+
+
+def not_implemented_inplace(x: Tensor, edges, op: str) -> None:
+    """``x`` was changed in place by ``op`` (set_), which has no derivative: where x or an input required grad (their
+    ``edges``, None for one that did not), x's grad_fn becomes PyTorch's ``NotImplemented`` node, whose backward
+    raises "derivative for set_ is not implemented" (x's old node would silently send the gradient of the memory x
+    no longer shows to its old graph)."""
+    if not _gs.enabled or not _differentiable(x) or not any(e is not None for e in edges):
+        return
+    node = _named(_NotImplementedInplaceNode, "NotImplemented")()
+    node.op = op
+    node.next_functions = tuple((None, 0) if e is None else e for e in edges)
+    x.grad_fn, x._out_nr, x._rg = node, 0, True

@@ -247,9 +247,9 @@ class Function(metaclass=_FunctionMeta):
                 continue
             meta.append((tuple(o.shape), o.dtype, o._be))
             if id(o) in non_diff or not o.dtype.is_floating_point:
-                # (an input returned as-is gets its own identity, outside the graph, as PyTorch's)
-                wrapped.append(_make(o._data, o.dtype, o._be, base=o, version=o._vc) if id(o) in inputs and o._rg
-                               else o)
+                # (an input returned as-is gets its own identity, outside the graph, as PyTorch's: its detach(), no
+                # view of it for autograd, so that an in-place op on it is no in-place op on a view of a leaf)
+                wrapped.append(o.detach() if id(o) in inputs and o._rg else o)
                 continue
             if id(o) in dirty:
                 if o._rg and o.grad_fn is None:

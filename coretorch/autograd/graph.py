@@ -92,13 +92,16 @@ def _version_error(t, node, saved_version) -> RuntimeError:
         fn, nr = node, outs[id(t)]
     elif t is getattr(node, "out", None) or "_saved_result" in type(node).__dict__:  # a built-in op's saved result
         fn, nr = node, 0  # (a unary node whose one saved tensor is its result: exp's, sigmoid's)
+    elif t._made_by is not None and t._made_by[0] is node:  # an output of node, whose grad_fn an in-place op changed
+        fn, nr = node, t._made_by[1]  # (PyTorch's SavedVariable names the node that saved its own output)
     else:
         fn, nr = t.grad_fn, t._out_nr
     which = ""
     if fn is not None:
         name = fn.name()
         m = _BACKWARD_SUFFIX.search(name)
-        which = f", which is output {nr} of {name[:m.start()] if m else name},"
+        # PyTorch's name: without "Backward0" (AddBackward0: Add), a later overload's number kept (ProdBackward1: Prod1)
+        which = f", which is output {nr} of {name[:m.start()] + m.group(1).lstrip('0') if m else name},"
     from .anomaly_mode import state as anomaly
     hint = ("Hint: the backtrace further above shows the operation that failed to compute its gradient. The variable "
             "in question was changed in there or anywhere later. Good luck!" if anomaly.enabled else
@@ -110,7 +113,7 @@ def _version_error(t, node, saved_version) -> RuntimeError:
         f"expected version {saved_version} instead. {hint}")
 
 
-_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
+_BACKWARD_SUFFIX = re.compile(r"Backward(\d*)$")
 
 
 _TORCH_NS = frozenset(("AccumulateGrad", "CopySlices", "CopyBackwards", "GraphRoot", "Error", "DelayedError",

@@ -19,11 +19,41 @@ __all__ = ["named_node"]
 
 
 def _naming(fn, name: str, batched_ndim: int | None = None):
+    saves = _SAVES.get(fn.__name__)
+    if saves:
+        return _saving(fn, name, saves, batched_ndim)
+
     @functools.wraps(fn)
     def wrapper(input, *args, **kwargs):
         out = fn(input, *args, **kwargs)
         if out is not input and (batched_ndim is None or input.ndim == batched_ndim):
             named_node(out, name)
+        return out
+    setattr(wrapper, "_pytorch_node_name", name)
+    return wrapper
+
+
+# the arguments PyTorch's fused op saves for its backward where coretorch's composite saves others (mse_loss's
+# nodes save input - target): an in-place change of one after the forward raises at the backward, as in PyTorch
+_SAVES = {"mse_loss": ("input", "target"), "smooth_l1_loss": ("input", "target"), "huber_loss": ("input", "target"),
+          "soft_margin_loss": ("input", "target"), "binary_cross_entropy_with_logits": ("input", "target"),
+          "batch_norm": ("input", "weight"), "group_norm": ("input", "weight"), "instance_norm": ("input", "weight"),
+          "glu": ("input",), "multi_margin_loss": ("input",), "multilabel_margin_loss": ("input",),
+          "nll_loss": ("input",),
+          **{f"conv{k}{n}d": ("input", "weight") for k in ("", "_transpose") for n in (1, 2, 3)}}
+
+
+def _saving(fn, name: str, saves: tuple, batched_ndim: int | None = None):
+    params = list(inspect.signature(fn).parameters)
+    where = tuple((params.index(k), k) for k in saves)  # (position, name): no binding per call (conv2d is hot)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        if out.__class__ is Tensor and out.grad_fn is not None and not (args and out is args[0]):
+            got = [args[i] if i < len(args) else kwargs.get(k) for i, k in where]
+            if batched_ndim is None or got[0].ndim == batched_ndim:
+                named_node(out, name, saves=tuple(t for t in got if isinstance(t, Tensor)))
         return out
     setattr(wrapper, "_pytorch_node_name", name)
     return wrapper
@@ -139,9 +169,11 @@ def _ruling(fn, rule):
     def wrapper(*args, **kwargs):
         out = fn(*args, **kwargs)
         if out.__class__ is Tensor and out.grad_fn is not None and not (args and out is args[0]):
-            name = rule(out, arguments(args, kwargs))
+            a = arguments(args, kwargs)
+            name = rule(out, a)
             if name is not None:
-                named_node(out, name)
+                saves = _SAVES.get(fn.__name__, ())
+                named_node(out, name, saves=tuple(a[k] for k in saves if isinstance(a.get(k), Tensor)))
         return out
     setattr(wrapper, "_pytorch_node_name", rule)
     return wrapper

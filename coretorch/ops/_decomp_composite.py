@@ -8,7 +8,7 @@ import math
 
 from .. import dtypes as _dt
 from ..amp.autocast_mode import below as _ac_below, cast_inputs as _ac_cast, state as _ac
-from ..autograd._node_names import named_node
+from ..autograd._node_names import named_node, saves_also
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from . import creation as _C, indexing as _I, reduction as _R, shape as _S
@@ -332,7 +332,8 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     i1 = _C.tensor(list(_ROT1), device=a.device)
     i2 = _C.tensor(list(_ROT2), device=a.device)
     sel = _I.index_select
-    return sel(a, d, i1) * sel(b, d, i2) - sel(a, d, i2) * sel(b, d, i1)
+    # (PyTorch's node saves both inputs: an in-place change of one raises at the backward; ours saved index_selects)
+    return saves_also(sel(a, d, i1) * sel(b, d, i2) - sel(a, d, i2) * sel(b, d, i1), input, other)
 
 
 def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:

@@ -72,7 +72,7 @@ class GatherBackward0(Node):
     __slots__ = ("shape", "dim")
 
     def backward(self, g):
-        (index,) = self.saved()
+        index = self.saved()[0]
         if not index.numel():
             return (_zeros_on(self.shape, g.dtype, g._be),)
         if not (g._rg and _gs.enabled) and g._be is index._be and index.ndim == len(self.shape):
@@ -111,7 +111,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     if input._rg and _gs.enabled:
         node = GatherBackward0()
         node.shape, node.dim = input._data.shape, d
-        node.save(index)
+        node.save(index, input)  # (input only for its version, as PyTorch's gather_backward saves self)
         node.next_functions = (edge(input),)
         return _make(out, input.dtype, table, node)
     return _make(out, input.dtype, table)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from .. import dtypes as _dt
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
-from ..autograd._node_names import named_node
+from ..autograd._node_names import named_node, saves_also
 from ..autograd.grad_mode import no_grad as _no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
@@ -156,7 +156,8 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     if p == float("inf") or p == -float("inf"):
         return _inf_norm(input, dim, keepdim, p > 0)
     if p == 1:
-        return named_node(sum(_abs(input), dim, keepdim), "LinalgVectorNormBackward0")
+        # (PyTorch's node saves the result, as for every p: an in-place change of it raises at the backward)
+        return saves_also(named_node(sum(_abs(input), dim, keepdim), "LinalgVectorNormBackward0"), output=True)
     if p == 0:  # the count of non-zeros: no gradient (PyTorch's backward gives an undefined one: .grad stays None)
         with _no_grad():
             r = sum(ne(input, 0).to(input.dtype), dim, keepdim)

@@ -32,6 +32,12 @@ def check_inplace(x: Tensor, other, op: str) -> bool:
         raise RuntimeError(_NO_GRAD_VIEW)
     if recording and x._mo is not None:
         raise RuntimeError(multi_output_error(x, False))
+    base = x._vbase
+    if base is not None and base._rg and base._gf is None and not x._det:
+        # a view of a leaf that came to require grad after the view was made (b[:2] before b.requires_grad_()):
+        # PyTorch's view requires grad through its base, and its check_inplace refuses it as any view of a leaf
+        raise RuntimeError(f"a view of a leaf Variable that requires grad is being used in an in-place operation "
+                           f"({op}).")
     if recording and x._vbase is not None and not x._det:
         # (a view of a tensor that does not require grad, written with an operand that does: the base joins the
         # graph through the rebase, as PyTorch's CopySlices; ``x[1:3].copy_(w)`` of ``x = torch.zeros(4)``)
@@ -59,10 +65,10 @@ _SELF_OVERLAP = ("unsupported operation: more than one element of the written-to
                  "location. Please clone() the tensor before performing the operation.")
 
 
-def _view_geometry(x: Tensor):
+def _view_geometry(x: Tensor, unexpanded: bool = False):
     """(shape, element strides, element offset) of the view ``x`` in its base's memory, where the base is
     contiguous and the view lies inside it with non-negative strides (what a CopySlices rebase addresses); else
-    None."""
+    None.  ``unexpanded``: of x with its broadcast dims (stride 0) as size 1 (an expanded view's memory)."""
     root, table = x._vbase, x._be
     assert root is not None  # only views are rebased
     if root._be is not table or not (table.has("storage_offset") and table.has("as_strided")):
@@ -73,21 +79,49 @@ def _view_geometry(x: Tensor):
         n *= d
     if 0 in shape:  # no element written: any layout will do
         return shape, (0,) * len(shape), 0, n
-    if not table.is_contiguous(root._data):
-        return None
+    layout = None
+    if not table.is_contiguous(root._data):  # a dense root in another order (a transposed clone, channels_last):
+        rshape, rst = tuple(root._data.shape), tuple(table.strides(root._data))  # its memory order is mapped
+        if not _dense(rshape, rst):
+            return None
+        layout = (rshape, rst)
     st = tuple(table.strides(x._data))
+    if unexpanded:
+        shape = tuple([1 if t == 0 else d for d, t in zip(shape, st)])
     off = table.storage_offset(x._data) - table.storage_offset(root._data)
     if off < 0 or min(st, default=0) < 0 or any(t == 0 and d > 1 for d, t in zip(shape, st)) \
             or off + 1 + sum((d - 1) * t for d, t in zip(shape, st)) > n:
         return None
-    return shape, st, off, n
+    return (shape, st, off, n) if layout is None else (shape, st, off, n, layout)
+
+
+def _dense(shape: tuple, strides: tuple) -> bool:
+    """Whether the strides lay the elements out without gaps or overlaps (a permutation of a contiguous layout)."""
+    acc = 1
+    for t, d in sorted((t, d) for d, t in zip(shape, strides) if d != 1):
+        if t != acc:
+            return False
+        acc *= d
+    return True
 
 
 def _positions(table, g: Tensor, geom) -> Tensor:
     """int64 positions (flat, in a contiguous tensor of the base's shape) of the view's elements, in view order."""
-    shape, st, off, n = geom
+    shape, st, off, n = geom[:4]
     ar = table.arange(0, max(n, 1), 1, _dt.int64.np)
-    return _make(table.contiguous(table.as_strided(ar, shape, st, off)), _dt.int64, table).reshape(-1)
+    mem = _make(table.contiguous(table.as_strided(ar, shape, st, off)), _dt.int64, table).reshape(-1)
+    if len(geom) == 4:  # (a contiguous base: memory offsets are the positions)
+        return mem
+    from .indexing import index_select
+    rshape, rst = geom[4]  # the base's memory order: logical[memory offset] = its element's row-major position
+    cst: list[int] = []
+    acc = 1
+    for d in reversed(rshape):
+        cst.insert(0, acc)
+        acc *= d
+    logical = table.empty((n,), _dt.int64.np)
+    table.assign_(table.as_strided(logical, rshape, rst, 0), table.as_strided(ar, rshape, tuple(cst), 0))
+    return index_select(_make(logical, _dt.int64, table), 0, mem)
 
 
 class CopySlices(Node):
@@ -127,7 +161,12 @@ def _rebase_view(x: Tensor, r: Tensor) -> None:
     old_base = edge(base)
     _bypass_hooked_view_node(x, r, geom, node.shape, old_base)
     node.next_functions = (old_base, edge(r))
+    old_fn, old_nr = base._gf, base._out_nr
+    made_by(base, old_fn, old_nr)
     base.grad_fn, base._out_nr, base._rg = node, 0, True
+    if base._retains:  # (the base's retain_grad follows its new node: its .grad is that of its new value, as in torch)
+        from ..tensor import _move_retains_hook
+        _move_retains_hook(base, old_fn, old_nr)
     x.grad_fn, x._out_nr, x._rg = _region_of(geom, node.shape, (node, 0)), 0, True
     x._gfb = node
 
@@ -169,6 +208,20 @@ def rebase_view_onto(x: Tensor, node: Node, nr: int, fn_name: str) -> None:
     _rebase_view(x, _make(x._data, x.dtype, x._be, node, nr))
 
 
+class _ExpandedRegion(AsStridedBackward0):
+    """The node of an expanded view (``b[0:1].expand(5, 4)``) regenerated after an in-place op on its base: the
+    gradient summed over the broadcast dims, then into the region of the base's memory (PyTorch's as_strided
+    backward of a stride-0 view; named as PyTorch's regenerated node)."""
+    __slots__ = ("in_shape",)
+
+    def backward(self, g):
+        from ._util import sum_to
+        return AsStridedBackward0.backward(self, sum_to(g, self.in_shape))
+
+
+_ExpandedRegion.__name__ = _ExpandedRegion.__qualname__ = "AsStridedBackward0"
+
+
 def _region_of(geom, shape: tuple, base_edge) -> AsStridedBackward0:
     """The node of a view at ``geom`` in a base of ``shape`` whose gradient goes to ``base_edge``."""
     view = AsStridedBackward0()
@@ -195,10 +248,18 @@ def refresh_view(x: Tensor) -> None:
     if not base._rg:
         return
     geom = _view_geometry(x)
-    if geom is None:
-        return
+    node: AsStridedBackward0
+    if geom is not None:
+        node = _region_of(geom, tuple(base._data.shape), edge(base))
+    else:
+        geom = _view_geometry(x, unexpanded=True)  # (an expanded view: the region of its memory, then a sum)
+        if geom is None:
+            return
+        node = _ExpandedRegion()
+        node.geom, node.shape, node.in_shape = geom, tuple(base._data.shape), geom[0]
+        node.next_functions = (edge(base),)
     old_fn, old_nr = x._gf, x._out_nr
-    x.grad_fn, x._out_nr = _region_of(geom, tuple(base._data.shape), edge(base)), 0
+    x.grad_fn, x._out_nr = node, 0
     if x._retains:  # (its retain_grad follows the view's new node, as in torch)
         from ..tensor import _move_retains_hook
         _move_retains_hook(x, old_fn, old_nr)
@@ -249,6 +310,7 @@ def rebase(x: Tensor, r: Tensor) -> None:
     else:
         _saved_output_is_x(r.grad_fn, r, x)
     old_fn, old_nr = x.grad_fn, x._out_nr
+    made_by(x, old_fn, old_nr)
     if x._vbase is not None and r._rg and x._rg == x._vbase._rg and not x._det:
         _rebase_view(x, r)
     else:
@@ -258,6 +320,13 @@ def rebase(x: Tensor, r: Tensor) -> None:
     if x._retains:
         from ..tensor import _move_retains_hook
         _move_retains_hook(x, old_fn, old_nr)
+
+
+def made_by(x: Tensor, fn, nr: int) -> None:
+    """Before an in-place op changes x's grad_fn: remember the node that made x (once), for the "modified by an
+    inplace operation" error of a node that saved x as its output (named as that node, as PyTorch's)."""
+    if fn is not None and x._made_by is None:
+        x._made_by = (fn, nr)
 
 
 def _saved_output_is_x(node, r, x: Tensor) -> None:
@@ -330,7 +399,8 @@ def binary_inplace(x: Tensor, op: str, fn, other, alpha=1) -> Tensor:
     if ot and other._be is table and other._data is not x._data and table.has("same_storage") \
             and table.same_storage(x._data, other._data):  # x[1:] += x[:-1] raises as in PyTorch
         assert_no_partial_overlap(table, x._data, other._data, x.dtype.itemsize, other.dtype.itemsize)
-    if (not _gs.enabled or not (x._rg or (ot and other._rg) or x._ngv)) and x.dtype.is_floating_point \
+    if (not _gs.enabled or not (x._rg or (ot and other._rg) or x._ngv or x._vbase is not None and x._vbase._rg)) \
+            and x.dtype.is_floating_point \
             and table.has(_IKERNEL[op]):
         if ot:
             if other._be is table and other.dtype is x.dtype:

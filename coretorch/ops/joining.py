@@ -600,7 +600,7 @@ def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
     shape = shape_arg(sizes, "resize_")
     if any(s < 0 for s in shape):
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
-    if self._rg and _gs.enabled:
+    if self._rg:  # (in no_grad mode too, as PyTorch's: resizing would leave its .grad a different shape)
         raise RuntimeError("cannot resize variables that require grad")
     if memory_format is _memfmt._preserve():
         raise RuntimeError("Unsupported memory format preserve")

@@ -63,7 +63,7 @@ class _SelectNode(Node):
 
     def backward(self, g):
         shape = self.shape
-        (sidx,) = self.saved()
+        sidx = self.saved()[0]  # (cummax/cummin also save their input: a version check only)
         if len(shape) == 0:
             return (reshape(g, ()),)
         if self.dim is None:
@@ -105,13 +105,14 @@ ModeBackward0, CummaxBackward0, CumminBackward0 = _node("ModeBackward0"), _node(
     _node("CumminBackward0")
 
 
-def _selected(cls, input: Tensor, vals, idx: Tensor, dim, keepdim: bool) -> Tensor:
-    """The selected values as a tensor (recorded as ``cls`` when input requires grad)."""
+def _selected(cls, input: Tensor, vals, idx: Tensor, dim, keepdim: bool, saves_input: bool = False) -> Tensor:
+    """The selected values as a tensor (recorded as ``cls`` when input requires grad).  ``saves_input``: PyTorch's
+    node saves the input too (cummax/cummin's cummaxmin_backward): an in-place change of it raises at the backward."""
     table = input._be
     if input._rg and _gs.enabled and input.dtype.is_floating_point:
         node = cls()
         node.shape, node.dim, node.keepdim = tuple(input.shape), dim, keepdim
-        node.save(idx)
+        node.save(idx, input) if saves_input else node.save(idx)
         node.next_functions = (edge(input),)
         return _make(vals, input.dtype, table, node)
     return _make(vals, input.dtype, table)
@@ -346,7 +347,7 @@ def _cum_extreme(op: str, input: Tensor, dim: int, out):
     if input.dtype is _bool:
         v = table.cast(v, _bool.np)
     idx = _make(i, _i64, table)
-    vals = _selected(CummaxBackward0 if op == "cummax" else CumminBackward0, input, v, idx, d, True)
+    vals = _selected(CummaxBackward0 if op == "cummax" else CumminBackward0, input, v, idx, d, True, True)
     return _write_out(op, out, RETURN_TYPES[op](vals, idx))
 
 

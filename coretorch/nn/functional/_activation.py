@@ -9,7 +9,7 @@ from ...amp.autocast_mode import below as _ac_below
 from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import policy as _ac_policy
 from ...amp.autocast_mode import state as _ac
-from ...autograd._node_names import named_node
+from ...autograd._node_names import named_node, saves_also
 from ...autograd.grad_mode import state as _gs
 from ...autograd.graph import Node
 from ...ops import inplace as _IP, pointwise as _P
@@ -86,6 +86,13 @@ def _inplace_result(input: Tensor, out: Tensor) -> Tensor:
     return input.copy_(out)
 
 
+def _saves_result(r: Tensor) -> Tensor:
+    """``r``, an in-place activation's result whose PyTorch node saved it (leaky_relu_, elu_, celu_, selu_, rrelu_:
+    the formula reads the result): its node checks r's version too, so that an in-place change of r before the
+    backward (``h += residual``) raises, naming the node, as PyTorch's (ours computes from a copy of the input)."""
+    return saves_also(r, output=True) if r._rg and _gs.enabled else r
+
+
 def _src(input: Tensor, inplace: bool) -> Tensor:
     """The tensor an in-place activation computes from: a clone when the graph saves it (the in-place write
     into ``input`` must not invalidate what the backward needs)."""
@@ -156,7 +163,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     x = _src(input, inplace)
     out = _pointwise_node(LeakyReluBackward1 if inplace else LeakyReluBackward0, x,
                           lambda v: _P.where(_P.gt(v, 0), v, _P.mul(v, negative_slope)), slope=negative_slope)
-    return _inplace_result(input, out) if inplace else out
+    return _saves_result(_inplace_result(input, out)) if inplace else out
 
 
 class EluBackward0(Node):
@@ -203,7 +210,7 @@ def _elu(input, alpha: float, scale: float, iscale: float, inplace: bool, name: 
     cls = (CeluBackward1 if inplace else CeluBackward0) if name == "celu" else \
         (EluBackward1 if inplace else EluBackward0)
     out = _pointwise_node(cls, x, forward, negcoef=alpha * scale, poscoef=scale, iscale=iscale)
-    return _inplace_result(input, out) if inplace else out
+    return _saves_result(_inplace_result(input, out)) if inplace else out
 
 
 @_ac_below  # autocast: on no list, its inner ops as they are

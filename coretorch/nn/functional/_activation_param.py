@@ -9,7 +9,7 @@ from ...ops import pointwise as _P, shape as _S
 from ...ops.creation import empty
 from ...tensor import Tensor
 from ...autograd._node_names import named_node
-from ._activation import _floating_only, _inplace_result, _pointwise_node
+from ._activation import _floating_only, _inplace_result, _pointwise_node, _saves_result
 from ._activation_pwl import HardshrinkBackward0, LeakyReluBackward0, PreluKernelBackward0, SoftshrinkBackward0
 from ._common import _needs_graph, _no_grad, _record
 
@@ -119,7 +119,8 @@ def rrelu_with_generator(input: Tensor, lower: float, upper: float, training: bo
     # rrelu_with_noise_backward, which takes the input (evaluation: leaky_relu's node links it)
     if not inplace:  # row-major, as PyTorch's rrelu_with_noise (a permuted input's layout: a .view raised)
         return named_node(out if out.is_contiguous() else out.contiguous(), "RreluWithNoiseBackward0", training)
-    return _inplace_result(input, named_node(out, "RreluWithNoiseBackward1", training))  # (PyTorch's node of rrelu_)
+    # (PyTorch's node of rrelu_, which saves the result: an in-place change of it raises at the backward)
+    return _saves_result(_inplace_result(input, named_node(out, "RreluWithNoiseBackward1", training)))
 
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:

@@ -104,5 +104,15 @@ class ThresholdBackward1(ThresholdBackward0):
 
 
 class LeakyReluBackward1(LeakyReluBackward0):
-    """The in-place leaky_relu's node (PyTorch's name for ``leaky_relu_``)."""
+    """The in-place leaky_relu's node (PyTorch's name for ``leaky_relu_``).  PyTorch's saves the result, whose sign
+    does not tell the input's for a negative slope: its backward refuses one (so does this, in PyTorch's words)."""
     __slots__ = ()
+
+    def backward(self, g):
+        if self.slope < 0:
+            raise RuntimeError(
+                "In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. "
+                "This is caused by calling in-place forward function with a negative slope, please call out-of-place "
+                "version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting "
+                "in-place leakRelu backward calculation with negative slope")
+        return LeakyReluBackward0.backward(self, g)

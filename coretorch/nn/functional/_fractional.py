@@ -39,7 +39,7 @@ class _FractionalBackward(Node):
     __slots__ = ("shape",)
 
     def backward(self, g):
-        (idx,) = self.saved()  # (B, C, L) flat positions in each plane
+        idx = self.saved()[0]  # (B, C, L) flat positions in each plane
         B, C = idx.shape[0], idx.shape[1]
         plane = math.prod(self.shape) // max(1, B * C)
         z = _C.zeros((B, C, plane), dtype=g.dtype, device=g.device)
@@ -138,7 +138,7 @@ def _fractional(nd: int, input: Tensor, kernel_size, output_size, output_ratio, 
     if input._rg and _gs.enabled:
         node = (FractionalMaxPool2DBackward0 if nd == 2 else FractionalMaxPool3DBackward0)()
         node.shape = tuple(input.shape)
-        node.save(idx)
+        node.save(idx, input)  # (input for its version, as PyTorch's node saves self)
         node.next_functions = (edge(input),)
         out = _make(out._data, out.dtype, out._be, node)
     return out, indices

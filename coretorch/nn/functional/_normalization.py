@@ -129,6 +129,12 @@ def batch_norm_any_eps(input, running_mean, running_var, weight=None, bias=None,
     return _suggested_layout(out, input)
 
 
+def _update_stat(stat: Tensor, value: Tensor) -> None:
+    """Write a running statistic as PyTorch's batch-norm kernel does: in place, without bumping its version counter
+    (``bn.running_mean._version`` stays as it was; a graph that saved it does not raise)."""
+    stat._be.assign_(stat._data, value.to(stat.dtype)._data)
+
+
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps):
     """batch_norm after its checks (a float16/bfloat16 input arrives as float32; running statistics keep their own
     dtype, updated in place)."""
@@ -150,10 +156,10 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         if running_mean is not None and input.numel():  # (an empty batch leaves them as they are, as PyTorch)
             n = input.numel() // c
             with _no_grad():
-                running_mean.copy_(_P.add(_P.mul(running_mean, 1 - momentum),
-                                          _P.mul(mean.reshape(c).to(running_mean.dtype), momentum)))
+                _update_stat(running_mean, _P.add(_P.mul(running_mean, 1 - momentum),
+                                                  _P.mul(mean.reshape(c).to(running_mean.dtype), momentum)))
                 unbiased = _P.mul(var.reshape(c), n / max(n - 1, 1)).to(running_var.dtype)
-                running_var.copy_(_P.add(_P.mul(running_var, 1 - momentum), _P.mul(unbiased, momentum)))
+                _update_stat(running_var, _P.add(_P.mul(running_var, 1 - momentum), _P.mul(unbiased, momentum)))
     else:
         for name, t in (("running_mean", running_mean), ("running_var", running_var)):
             if t is None:

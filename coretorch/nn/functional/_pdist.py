@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import warnings
 
-from ...autograd._node_names import named_node
+from ...autograd._node_names import named_node, saves_also
 from ...ops import _distance as _D, triangular as _T
 from ...tensor import Tensor
 from ._interpolate import interpolate
@@ -22,7 +22,8 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     n = input.shape[0]
     d = _D.cdist(input, input, p, compute_mode="donot_use_mm_for_euclid_dist")  # exact differences, no mm trick
     i, j = _T.triu_indices(n, n, 1, device=input.device)
-    return named_node(d[i, j], "PdistBackward0")
+    # (PyTorch's node saves input and result: an in-place change of either raises at the backward)
+    return saves_also(named_node(d[i, j], "PdistBackward0"), input, output=True)
 
 
 def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:

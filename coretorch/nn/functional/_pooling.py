@@ -72,7 +72,7 @@ class MaxPool2DWithIndicesBackward0(Node):
 
     def backward(self, g, gi=None):
         n, c, h, w = self.shape
-        (idx,) = self.saved()
+        idx = self.saved()[0]  # (x is saved for its version only)
         table = g._be
         if not (g._rg and _gs.enabled) and table.has("max_pool2d_backward"):
             return (_make(table.max_pool2d_backward(g._data, idx._data, self.shape), g.dtype, table),)
@@ -103,7 +103,7 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     if _needs_graph(x):
         node = MaxPool2DWithIndicesBackward0()
         node.shape = tuple(x.shape)
-        node.save(idx)
+        node.save(idx, x)  # (x for its version, as PyTorch's node saves self)
         out = _record(node, v, x.dtype, table, x)
     else:
         out = _make(v, x.dtype, table)

@@ -142,7 +142,7 @@ class _MaxByIndex(Node):
 
     def backward(self, g):
         n, c = self.shape[:2]
-        (idx,) = self.saved()
+        idx = self.saved()[0]  # (x is saved for its version only)
         z = _C.zeros(n, c, math.prod(self.shape[2:]), dtype=g.dtype, device=g.device)
         k = math.prod(idx.shape[2:])
         flat = _I._scatter_add(z, 2, idx.reshape(n, c, k), g.reshape(n, c, k), False)  # (half: summed in its dtype)
@@ -178,7 +178,7 @@ def take_max(node_cls, x: Tensor, idx: Tensor, values: Tensor | None = None) -> 
     if _needs_graph(x):
         node = node_cls()
         node.shape = tuple(x.shape)
-        node.save(idx)
+        node.save(idx, x)  # (x for its version, as PyTorch's max-pool nodes save self)
         return _record(node, out, x.dtype, table, x)
     return _make(out, x.dtype, table)
 
