@@ -273,6 +273,8 @@ class CompiledFunction:
             result, captured = self._capture_or_eager(k, args, kwargs, lv, st, self._floats(args, kwargs, lv))
             self._recaptures += captured is not None  # (an argument aliased persistent state at the capture, no longer)
             return result
+        if not recapture:
+            _logs.checked_read_differs(self._orig_fn)
         return self._orig_fn(*args, **kwargs)
 
     def _floats(self, args: tuple, kwargs: dict, lv: list) -> tuple:

@@ -355,6 +355,8 @@ class ModuleCapture:
             result, captured = self._capture_or_eager(key, args, kwargs, lv, st, self._floats(args, kwargs, lv))
             self.recaptures += captured
             return result
+        if not recapture:
+            _logs.checked_read_differs(self.fn)
         return self.fn(*args, **kwargs)
 
     def _run(self, entry: _ModEntry, lv: list) -> Any:

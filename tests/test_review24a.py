@@ -1,0 +1,77 @@
+"""Review 24a: coretorch.compile on training programs of new kinds (a VAE with ``torch.distributions``, a DDPM step
+with an EMA through ``swa_utils.AveragedModel``, a SimCLR step with an explicit ``torch.Generator``, an actor-critic
+update with ``Categorical``, a ViT with AdamW + OneCycleLR, a GRU seq2seq with attention and packed batches).  Each
+test runs a small reproduction eagerly and compiled and compares call by call (bitwise on cpu, 1e-5 relative on
+opencl); PyTorch's eager behaviour is the spec, each test says what PyTorch does and what coretorch did before the
+fix (or, for the programs that already matched, pins that they do)."""
+from __future__ import annotations
+
+import logging
+
+
+import coretorch as torch
+from coretorch import nn
+from coretorch.nn.utils.rnn import pack_padded_sequence
+
+from _compile_helpers import close
+
+
+class _Records(logging.Handler):
+    """The messages of the compiler's graph_breaks logger."""
+
+    def __init__(self):
+        super().__init__()
+        self.msgs: list = []
+
+    def emit(self, record):
+        self.msgs.append(record.getMessage())
+
+
+def _packed_run(device: str, compiled: bool, log: _Records | None = None):
+    torch.manual_seed(0)
+    emb, gru = nn.Embedding(10, 8).to(device), nn.GRU(8, 8, batch_first=True).to(device)
+    opt = torch.optim.SGD([*emb.parameters(), *gru.parameters()], lr=0.1)
+
+    def step(x, lens):
+        opt.zero_grad()
+        _, h = gru(pack_padded_sequence(emb(x), lens, batch_first=True, enforce_sorted=False))
+        loss = h.pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    fn = torch.compile(step) if compiled else step
+    x = torch.randint(1, 10, (4, 5)).to(device)
+    pats = [[5, 3, 4, 2], [2, 5, 5, 1], [5, 3, 4, 2], [4, 4, 4, 4]]
+    losses, seen = [], []
+    for i in range(8):
+        before = len(log.msgs) if log is not None else 0
+        losses.append(fn(x, torch.tensor(pats[i % 4])))
+        seen.append(len(log.msgs) > before if log is not None else None)
+    return losses, [p.detach() for p in (*emb.parameters(), *gru.parameters())], fn, seen
+
+
+def test_a_packed_batch_whose_lengths_differ_logs_its_eager_call(device):
+    """PyTorch: Dynamo skips ``pack_padded_sequence`` (a graph break ``explain`` and the graph_breaks log report),
+    so a seq2seq step over batches of varying lengths shows why it is not one graph.  coretorch replays the packing
+    as a checked read of ``batch_sizes``: a call whose lengths differ from the capture's runs eagerly (values
+    eager's), but nothing said so: ``set_logs(graph_breaks=True)`` logged nothing while the step ran eagerly at
+    every call but those of the captured lengths.  Each such call is now logged."""
+    eager, eparams, _, _ = _packed_run(device, False)
+    log = _Records()
+    lg = logging.getLogger("coretorch._dynamo.graph_breaks")
+    lg.addHandler(log)
+    try:
+        torch._logging.set_logs(graph_breaks=True)
+        comp, cparams, fn, seen = _packed_run(device, True, log)
+    finally:
+        torch._logging.set_logs()
+        lg.removeHandler(log)
+    for i, (a, b) in enumerate(zip(eager, comp)):
+        close(device, a, b, f"loss {i}")
+    for a, b in zip(eparams, cparams):
+        close(device, a, b, "parameter")
+    assert fn.replays >= 1  # the captured lengths ([2, 5, 5, 1], the second capture's) replay
+    # calls 2, 3, 4, 6, 7: the capture's checks meet other lengths; call 5 replays; 0 and 1 capture
+    assert seen == [False, False, True, True, True, False, True, True], (seen, log.msgs)
+    assert all("checked read" in m and "batch_sizes" in m and "runs eagerly" in m for m in log.msgs)
