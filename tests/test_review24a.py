@@ -10,6 +10,7 @@ import logging
 
 
 import coretorch as torch
+import coretorch.nn.functional as F
 from coretorch import nn
 from coretorch.nn.utils.rnn import pack_padded_sequence
 
@@ -75,3 +76,47 @@ def test_a_packed_batch_whose_lengths_differ_logs_its_eager_call(device):
     # calls 2, 3, 4, 6, 7: the capture's checks meet other lengths; call 5 replays; 0 and 1 capture
     assert seen == [False, False, True, True, True, False, True, True], (seen, log.msgs)
     assert all("checked read" in m and "batch_sizes" in m and "runs eagerly" in m for m in log.msgs)
+
+
+def _onecycle_step(device: str):
+    torch.manual_seed(0)
+    m = nn.Linear(4, 2).to(device)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=1e-2, total_steps=30)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        sched.step()
+        return loss.detach(), sched.get_last_lr()[0]
+    return step, m
+
+
+def test_explain_reports_the_break_of_a_step_returning_the_schedulers_lr(device):
+    """PyTorch's ``explain`` says what compiling the function meets.  A ViT step with OneCycleLR that returns
+    ``sched.get_last_lr()[0]`` for logging writes the scheduler's ``_last_lr``, which it also reads: compiled, each
+    call is a graph break (logged, no replay; values eager's), but ``torch._dynamo.explain(step)(x, y)`` captured
+    without the guards' view of the roots and said "Graph Break Count: 0"; the break's place was the caller's line
+    (``in <module>``), found only after the step returned.  Now explain captures as compile does and the place is
+    the step's definition."""
+    step, _ = _onecycle_step(device)
+    x, y = torch.randn(5, 4).to(device), torch.randn(5, 2).to(device)
+    out = torch._dynamo.explain(step)(x, y)
+    assert out.graph_break_count == 1, str(out)
+    reason = out.break_reasons[0]
+    assert "assigns a global, a closure variable, or an entry or attribute" in reason
+    line = step.__code__.co_firstlineno
+    assert f"test_review24a.py:{line} in step, found when it returned" in reason, reason
+
+    step, m = _onecycle_step(device)
+    c = torch.compile(step)
+    eager_step, em = _onecycle_step(device)
+    for _ in range(4):
+        x, y = torch.randn(5, 4).to(device), torch.randn(5, 2).to(device)
+        (la, lra), (lb, lrb) = eager_step(x, y), c(x, y)
+        close(device, la, lb, "loss")
+        assert lra == lrb
+    close(device, em.weight, m.weight, "weight")
+    assert c.replays == 0  # (each call breaks, as explain says)

@@ -354,6 +354,13 @@ class CompiledFunction:
             _logs.graph_break(self._orig_fn, entry.breaks)
         return result, entry
 
+    def _explained(self, args: tuple, kwargs: dict) -> Any:
+        """The cache entry a capture of this call makes, kept nowhere (``explain``): captured as ``__call__``
+        captures, so a call that assigns state its guards key (a scheduler's ``_last_lr`` the step returns through
+        ``sched.get_last_lr()``) is the graph break it is when compiled."""
+        lv, st, _ = self._lookup(args, kwargs)
+        return _capture(self._orig_fn, args, kwargs, lv, st, False, None, self._root_key(args, kwargs))[1]
+
     def _last(self):
         """The last capture's cache entry that has a replay (None before one)."""
         live = [e for e in list(self._cache.values()) if e.replay is not None]

@@ -4,10 +4,9 @@ from __future__ import annotations
 from typing import Callable
 
 from ..nn.modules.module import Module
-from . import guards, modstate as _modstate
+from . import guards
 from .module import ModuleCapture
 from .optimized import OptimizedModule
-from .replay import capture
 
 
 class ExplainOutput:
@@ -43,7 +42,10 @@ def explain(fn: Callable, *args, **kwargs):
             cap = ModuleCapture(fn, fn) if isinstance(fn, Module) else ModuleCapture(fn.module, fn.fn)
             _, entry = cap._capture(a, kw, guards.leaves(a, kw), cap._state(), False)
         else:
-            _, entry = capture(fn, a, kw, guards.leaves(a, kw), _modstate.state_of(guards.roots(fn, a, kw)), False)
+            # (at call time: the package's __init__, which defines CompiledFunction, imports this module) a capture
+            # as compile's, keyed as its: a call that writes what its guards read breaks there, and so it does here
+            from . import CompiledFunction
+            entry = CompiledFunction(fn)._explained(a, kw)
         return ExplainOutput(entry.breaks, entry.launches)
     if not args and not kwargs:
         return run

@@ -19,6 +19,7 @@ from . import modstate as _modstate
 from . import dynfloat as _dynfloat, rngundo as _rngundo, symbolic as _sym, symwatch as _symwatch, tailreads as _tail
 from .symbolic import Sym
 from .capture import Recorder, _find_hab_users, _orig_host_all_below
+from .frames import returned
 from .owners import _memory_of, _state_key, _tensor_key
 from .roots_state import iter_position, iterators_of, persistent_of, scheduler_counts
 from .hostrng import host_rng_state
@@ -339,11 +340,12 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
             _tail.appended_values(rec.tail_appends)  # (the list holds the read's value, as eager's)
         if any(iter_position(rec.iterators[i]) != p for i, p in its.items()):
             rec.graph_break("the call advanced an iterator it reaches (`it.__next__()`, a bound `__next__`, a `for` "
-                            "loop over it), which a replay would not advance")
+                            "loop over it), which a replay would not advance", returned(fn))
         check_process_state(rec, process)
         if any(scheduler_counts().get(i, c) != c for i, c in scheds.items() if i not in rec.sched_stepped):
             rec.graph_break("the call stepped an LR scheduler through a method bound before the capture (`then = "
-                            "sched.step`), which a replay would not repeat: call `sched.step()` in the function")
+                            "sched.step`), which a replay would not repeat: call `sched.step()` in the function",
+                            returned(fn))
         _flags.replayed(rec, modules, flags, lambda: _modstate.check_module_writes(rec, modules, before[0]))
         _assigns.check(rec, assigned, fn, lv, params, plain, opts)
         if why := _made.changed_outside(rec):
@@ -351,7 +353,7 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
         rec.watch = None  # (the optimizers: the recorder keeps none alive)
         if root_key is not None and root_key() != before[1]:
             rec.graph_break("the call assigns a global, a closure variable, or an entry or attribute of an object it "
-                            "reads, which a replay would not repeat")
+                            "reads, which a replay would not repeat", returned(fn))
         result_src = rec.finish(result, lv)
     finally:
         rec.remove(release=False)
