@@ -120,3 +120,35 @@ def test_explain_reports_the_break_of_a_step_returning_the_schedulers_lr(device)
         assert lra == lrb
     close(device, em.weight, m.weight, "weight")
     assert c.replays == 0  # (each call breaks, as explain says)
+
+
+class _CountingDecoder(nn.Module):
+    """A decoder that counts its calls in a Python attribute (a teacher-forcing schedule's step counter)."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.GRUCell(4, 4)
+        self.calls = 0
+
+    def forward(self, x, h):
+        self.calls += 1
+        return self.cell(x, h)
+
+
+def test_a_compiled_modules_break_found_at_its_return_names_its_forward(device):
+    """PyTorch names the user line where a graph breaks.  A compiled decoder whose forward does ``self.calls += 1``
+    breaks the graph (a replay would not repeat the assignment); coretorch found that when the forward returned and
+    named the caller's line (``test_...:N in <module>``/the test function, with ``core: nn/modules/module.py``) in
+    ``explain`` and the graph_breaks log, a line that assigns nothing.  It now names the forward's definition.
+    The calls still run eagerly (the counter is eager's)."""
+    dec = _CountingDecoder().to(device)
+    x, h = torch.randn(2, 4).to(device), torch.zeros(2, 4).to(device)
+    out = torch._dynamo.explain(dec)(x, h)
+    line = _CountingDecoder.forward.__code__.co_firstlineno
+    assert out.graph_break_count == 1
+    assert f"test_review24a.py:{line} in forward, found when it returned" in out.break_reasons[0], out.break_reasons
+    assert "core: nn/modules" not in out.break_reasons[0]
+    c = torch.compile(dec)
+    for _ in range(3):
+        c(x, h).sum().backward()
+    assert dec.calls == 4 and c._capture.replays == 0

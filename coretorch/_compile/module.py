@@ -29,6 +29,7 @@ from . import attrs as _attrs, dynfloat as _dynfloat, dynways as _dynways, gradh
 from . import symbolic as _sym, symwatch as _symwatch
 from .config import config as _compile_config
 from .capture import CaptureBusy, Recorder, _find_hab_users, state
+from .frames import returned
 from .owners import _memory_of
 from .config import live_modules, recompile_limit_of
 from .replay import _VAR, RETRIES, Mismatch, backward_numbers, build_parts, check_process_state, process_state, \
@@ -475,7 +476,8 @@ class ModuleCapture:
                 rec.breaks.append("the forward assigns an entry or attribute of an argument (`batch[\"pred\"] = out`, "
                                   "`hidden.append(h)`, `cfg.step = 3`), which a replay would not repeat")
             check_process_state(rec, process)
-            _modstate.check_module_writes(rec, modules, before)
+            _modstate.check_module_writes(rec, modules, before, returned(
+                type(self.module).forward if self.fn is self.module else self.fn))
             if _gradhooks.counts(lv, params) != hooks:
                 rec.breaks.append("the forward registers a gradient hook on an input or a parameter "
                                   "(`x.register_hook(...)`, `x.retain_grad()`), which a replay would not register")

@@ -346,7 +346,8 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
             rec.graph_break("the call stepped an LR scheduler through a method bound before the capture (`then = "
                             "sched.step`), which a replay would not repeat: call `sched.step()` in the function",
                             returned(fn))
-        _flags.replayed(rec, modules, flags, lambda: _modstate.check_module_writes(rec, modules, before[0]))
+        at = returned(fn)
+        _flags.replayed(rec, modules, flags, lambda: _modstate.check_module_writes(rec, modules, before[0], at))
         _assigns.check(rec, assigned, fn, lv, params, plain, opts)
         if why := _made.changed_outside(rec):
             rec.graph_break(why)
