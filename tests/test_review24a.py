@@ -152,3 +152,41 @@ def test_a_compiled_modules_break_found_at_its_return_names_its_forward(device):
     for _ in range(3):
         c(x, h).sum().backward()
     assert dec.calls == 4 and c._capture.replays == 0
+
+
+def test_a_vae_step_with_distributions_and_an_annealed_kl_weight_replays_as_eager(device):
+    """PyTorch: a VAE step (``Independent(Normal(mu, std), 1).rsample()``, ``kl_divergence`` against an
+    ``Independent`` standard-normal prior, the KL weight a 0-d tensor the loop anneals with ``fill_``) compiled gives
+    eager's losses and parameters.  Pinned: coretorch replays it (the weight an input, the draws the same stream)
+    bitwise on cpu, within float32 rounding on opencl."""
+    from coretorch.distributions import Independent, Normal, kl_divergence
+
+    def run(compiled: bool):
+        torch.manual_seed(0)
+        enc, dec = nn.Linear(6, 4).to(device), nn.Linear(2, 6).to(device)
+        opt = torch.optim.Adam([*enc.parameters(), *dec.parameters()], lr=1e-2)
+        prior = Independent(Normal(torch.zeros(2).to(device), torch.ones(2).to(device)), 1)
+        beta = torch.zeros(()).to(device)
+
+        def step(x):
+            opt.zero_grad()
+            h = enc(x)
+            q = Independent(Normal(h[:, :2], torch.exp(0.5 * h[:, 2:])), 1)
+            rec = F.mse_loss(dec(q.rsample()), x, reduction="sum") / x.shape[0]
+            loss = rec + beta * kl_divergence(q, prior).mean()
+            loss.backward()
+            opt.step()
+            return loss.detach()
+
+        fn = torch.compile(step) if compiled else step
+        torch.manual_seed(1)
+        losses = []
+        for i in range(8):
+            beta.fill_(min(1.0, i / 4))
+            losses.append(fn(torch.randn(5, 6).to(device)))
+        return losses, [p.detach() for p in (*enc.parameters(), *dec.parameters())], fn
+
+    (le, pe, _), (lc, pc, fn) = run(False), run(True)
+    for a, b in zip(le + pe, lc + pc):
+        close(device, a, b, "vae")
+    assert fn.replays == 6  # (captures: the first call, and the second's with the Adam state made)
