@@ -190,3 +190,23 @@ def test_a_vae_step_with_distributions_and_an_annealed_kl_weight_replays_as_eage
     for a, b in zip(le + pe, lc + pc):
         close(device, a, b, "vae")
     assert fn.replays == 6  # (captures: the first call, and the second's with the Adam state made)
+
+
+def test_explains_break_reasons_have_pytorchs_fields(device):
+    """PyTorch: ``torch._dynamo.explain(fn)(*args).break_reasons`` holds ``GraphCompileReason`` objects with
+    ``reason`` (the message), ``user_stack`` (a list of ``traceback.FrameSummary``: the user line) and
+    ``graph_break``; a script printing ``r.reason`` and ``r.user_stack[-1].lineno`` for each (the seq2seq step whose
+    teacher forcing is ``if torch.rand(1) < ratio``) raised AttributeError in coretorch, whose reasons were plain
+    strings.  They keep being the message strings too."""
+    def step(x):
+        y = x * 2
+        if torch.rand(1) < 0.5:  # teacher forcing decided by a tensor comparison: a break, here and in PyTorch
+            y = y + 1
+        return y
+    out = torch._dynamo.explain(step)(torch.randn(3).to(device))
+    assert out.graph_break_count == 1
+    r = out.break_reasons[0]
+    assert r.reason == "bool(tensor) reads a tensor value into Python" and r.graph_break is True
+    frame = r.user_stack[-1]
+    assert (frame.filename, frame.lineno, frame.name) == (__file__, step.__code__.co_firstlineno + 2, "step")
+    assert "bool(tensor)" in r and r.startswith(r.reason + " (at ")

@@ -1,6 +1,8 @@
 """``coretorch.compiler.explain``: what breaks the graph of a function, and where."""
 from __future__ import annotations
 
+import re
+import traceback
 from typing import Callable
 
 from ..nn.modules.module import Module
@@ -9,11 +11,33 @@ from .module import ModuleCapture
 from .optimized import OptimizedModule
 
 
+_AT = re.compile(r" \(at (.+?):(\d+) in ([^\s,()]+)")
+
+
+class GraphCompileReason(str):
+    """One break reason: the message itself (a ``str``, as coretorch's were) with the fields of PyTorch's
+    ``GraphCompileReason``: ``reason`` (the message without its place), ``user_stack`` (a list holding the user
+    frame's ``traceback.FrameSummary``) and ``graph_break`` (True).  Code written for PyTorch that reads
+    ``r.reason`` or ``r.user_stack`` of ``explain(...).break_reasons`` raised AttributeError on a plain ``str``."""
+
+    reason: str
+    user_stack: list
+    graph_break: bool
+
+    def __new__(cls, msg: str) -> GraphCompileReason:
+        self = super().__new__(cls, msg)
+        m = _AT.search(msg)
+        self.reason = msg[:m.start()] if m else msg
+        self.user_stack = [traceback.FrameSummary(m[1], int(m[2]), m[3], lookup_line=False)] if m else []
+        self.graph_break = True
+        return self
+
+
 class ExplainOutput:
     """What :func:`explain` found (PyTorch's ``ExplainOutput`` fields)."""
 
     def __init__(self, breaks: list, launches: int):
-        self.break_reasons = list(breaks)
+        self.break_reasons = [GraphCompileReason(b) for b in breaks]
         self.graph_break_count = len(breaks)
         self.graph_count = 1 + len(breaks) if breaks else 1
         self.op_count = launches
