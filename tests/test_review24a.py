@@ -154,6 +154,33 @@ def test_a_compiled_modules_break_found_at_its_return_names_its_forward(device):
     assert dec.calls == 4 and c._capture.replays == 0
 
 
+class _HistoryDecoder(nn.Module):
+    """A decoder step that appends its hidden state to a list it is given (``hidden.append(h)``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.GRUCell(4, 4)
+
+    def forward(self, x, h, hist: list):
+        h = self.cell(x, h)
+        hist.append(h)
+        return h
+
+
+def test_a_compiled_modules_break_on_an_argument_it_assigns_names_its_forward(device):
+    """As above for the breaks a compiled module's capture finds in what its forward did to its arguments
+    (``hist.append(h)``): they named no place at all (no ``(at ...)``: PyTorch names the user line), so
+    ``user_stack`` was empty; they now name the forward's definition."""
+    dec = _HistoryDecoder().to(device)
+    x, h, hist = torch.randn(2, 4).to(device), torch.zeros(2, 4).to(device), []
+    out = torch._dynamo.explain(dec)(x, h, hist)
+    line = _HistoryDecoder.forward.__code__.co_firstlineno
+    r = out.break_reasons[0]
+    assert r.reason.startswith("the forward assigns an entry or attribute of an argument"), r
+    assert (r.user_stack[-1].lineno, r.user_stack[-1].name) == (line, "forward")
+    assert len(hist) == 1
+
+
 def test_a_vae_step_with_distributions_and_an_annealed_kl_weight_replays_as_eager(device):
     """PyTorch: a VAE step (``Independent(Normal(mu, std), 1).rsample()``, ``kl_divergence`` against an
     ``Independent`` standard-normal prior, the KL weight a 0-d tensor the loop anneals with ``fill_``) compiled gives

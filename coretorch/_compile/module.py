@@ -471,27 +471,29 @@ class ModuleCapture:
             if rec.dyn:
                 _sym._active[0] = rec
             result = self.fn(*args, **kwargs)
+            # (the breaks found now: their place is the forward, not the caller's line the user frame is by now)
+            where = returned(type(self.module).forward if self.fn is self.module else self.fn)
+            at = f" (at {where})"
             if entries and (_argtree.snapshot(args, kwargs) != entries or
                             any(_guards.contents(o, self.anames) != c for o, c in objs)):
                 rec.breaks.append("the forward assigns an entry or attribute of an argument (`batch[\"pred\"] = out`, "
-                                  "`hidden.append(h)`, `cfg.step = 3`), which a replay would not repeat")
+                                  "`hidden.append(h)`, `cfg.step = 3`), which a replay would not repeat" + at)
             check_process_state(rec, process)
-            _modstate.check_module_writes(rec, modules, before, returned(
-                type(self.module).forward if self.fn is self.module else self.fn))
+            _modstate.check_module_writes(rec, modules, before, where)
             if _gradhooks.counts(lv, params) != hooks:
                 rec.breaks.append("the forward registers a gradient hook on an input or a parameter "
-                                  "(`x.register_hook(...)`, `x.retain_grad()`), which a replay would not register")
+                                  "(`x.register_hook(...)`, `x.retain_grad()`), which a replay would not register" + at)
             if any(a._gf is not g for a, g in nodes):  # (a replay would leave the input's grad_fn as it was)
-                rec.breaks.append("the forward modifies an input that requires grad in place")
+                rec.breaks.append("the forward modifies an input that requires grad in place" + at)
             outs, single = _outtree.flatten(result, frozenset(map(id, (*args, *kwargs.values(), *[
                 v for m in modules for v in vars(m).values()]))),  # (objects eager returns themselves)
                 {id(a): i for i, a in enumerate(lv) if isinstance(a, Tensor)})  # (an input: itself)
             if outs is None:
-                rec.breaks.append("the forward returns something other than tensors in tuples, lists and dicts")
+                rec.breaks.append("the forward returns something other than tensors in tuples, lists and dicts" + at)
             elif any(o is t for o in outs for t in (*lv, *params, *buffers, *plain)):
                 # eager returns that tensor (its requires_grad, its version counter, its .grad); a replay would
                 # make another over its memory
-                rec.breaks.append("an output is a parameter or a buffer itself")
+                rec.breaks.append("an output is a parameter or a buffer itself" + at)
             rec.write_back()
             # (d, name, version: a tuple of them for a tuple attribute)
             entry.attrs = [(*rec.attr_exprs[e], tuple([x._vc[0] for x in t]) if type(t) is tuple else t._vc[0])
