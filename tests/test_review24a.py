@@ -237,3 +237,40 @@ def test_explains_break_reasons_have_pytorchs_fields(device):
     frame = r.user_stack[-1]
     assert (frame.filename, frame.lineno, frame.name) == (__file__, step.__code__.co_firstlineno + 2, "step")
     assert "bool(tensor)" in r and r.startswith(r.reason + " (at ")
+
+
+def test_a_host_random_augmentation_breaks_with_the_steps_place(device):
+    """A SimCLR step whose flip is decided by a helper drawing from Python's generator through a name bound before
+    the capture (``from random import random``), not a ``torch.Generator``, breaks the graph: a replay would repeat
+    the number (PyTorch, too, breaks there and names the user line).  coretorch finds that draw when the step
+    returns, and named the caller's line (``explain``'s own call, or the loop's), where nothing random is drawn; it
+    now names the step.  The compiled calls run eagerly: eager's values and draws."""
+    import random
+
+    torch.manual_seed(0)
+    m = nn.Linear(4, 4).to(device)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    coin = random.random  # (bound before the capture)
+
+    def step(x):
+        opt.zero_grad()
+        v1 = x.flip(-1) if coin() < 0.5 else x
+        z = F.normalize(m(torch.cat([v1, x])), dim=1)
+        loss = -(z[:2] * z[2:]).sum(1).mean()
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    random.seed(0)
+    out = torch._dynamo.explain(step)(torch.randn(2, 4).to(device))
+    r = out.break_reasons[0]
+    assert r.reason.startswith("the call drew a host random number"), r
+    assert (r.user_stack[-1].lineno, r.user_stack[-1].name) == (step.__code__.co_firstlineno, "step"), r
+    c = torch.compile(step)
+    random.seed(1)
+    for _ in range(3):
+        c(torch.randn(2, 4).to(device))
+    ref = random.Random(1)
+    for _ in range(3):
+        ref.random()
+    assert c.replays == 0 and random.random() == ref.random()  # (one draw a call, as eager)

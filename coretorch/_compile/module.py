@@ -478,7 +478,7 @@ class ModuleCapture:
                             any(_guards.contents(o, self.anames) != c for o, c in objs)):
                 rec.breaks.append("the forward assigns an entry or attribute of an argument (`batch[\"pred\"] = out`, "
                                   "`hidden.append(h)`, `cfg.step = 3`), which a replay would not repeat" + at)
-            check_process_state(rec, process)
+            check_process_state(rec, process, where)
             _modstate.check_module_writes(rec, modules, before, where)
             if _gradhooks.counts(lv, params) != hooks:
                 rec.breaks.append("the forward registers a gradient hook on an input or a parameter "
