@@ -274,3 +274,55 @@ def test_a_host_random_augmentation_breaks_with_the_steps_place(device):
     for _ in range(3):
         ref.random()
     assert c.replays == 0 and random.random() == ref.random()  # (one draw a call, as eager)
+
+
+class _Agent(nn.Module):
+    """An actor-critic agent whose update is compiled in its class body (``@torch.compile`` on a method)."""
+
+    def __init__(self):
+        super().__init__()
+        self.pi, self.v = nn.Linear(4, 3), nn.Linear(4, 1)
+        self.opt = torch.optim.SGD(self.parameters(), lr=0.1)
+
+    @torch.compile
+    def update(self, s, ret):
+        from coretorch.distributions import Categorical
+        d = Categorical(logits=self.pi(s))
+        v = self.v(s).squeeze(-1)
+        adv = ret - v.detach()
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        loss = -(d.log_prob(d.sample()) * adv).mean() + 0.5 * F.smooth_l1_loss(v, ret) - 0.01 * d.entropy().mean()
+        self.opt.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(self.parameters(), 0.5)
+        self.opt.step()
+        return loss.detach()
+
+
+class _Plain:
+    """A plain object with a method compiled in its class body."""
+
+    def __init__(self, device: str):
+        self.w = torch.ones(3).to(device)
+
+    @torch.compile
+    def scaled(self, x):
+        return x * self.w + x.sum().item()
+
+
+def test_explain_of_a_method_compiled_in_its_class_body(device):
+    """PyTorch: ``torch._dynamo.explain(agent.update)(s, ret)`` explains a method compiled in its class body, bound
+    to the instance.  coretorch took the bare function through the bound method (``fn._orig_fn``) and called it
+    without ``self``: ``TypeError: ... missing 1 required positional argument``, for a module's method and a plain
+    object's alike."""
+    ag = _Agent().to(device)
+    s, ret = torch.randn(6, 4).to(device), torch.randn(6).to(device)
+    out = torch._dynamo.explain(ag.update)(s, ret)
+    assert out.graph_break_count == 0 and out.op_count > 0
+    p = _Plain(device)
+    out = torch._dynamo.explain(p.scaled)(torch.randn(3).to(device))
+    assert out.graph_break_count == 1 and out.break_reasons[0].reason.startswith("Tensor.item")
+    # (and the compiled method itself still trains, replaying)
+    for _ in range(4):
+        ag.update(torch.randn(6, 4).to(device), torch.randn(6).to(device))
+    assert ag.update.__func__.replays >= 2

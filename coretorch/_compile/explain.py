@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 import traceback
+from types import MethodType
 from typing import Callable
 
 from ..nn.modules.module import Module
@@ -57,7 +58,12 @@ def explain(fn: Callable, *args, **kwargs):
     """Capture ``fn(*args, **kwargs)`` once (it runs eagerly, with its side effects) and say what breaks the graph
     and where; ``explain(fn)(*args)`` works too (PyTorch's ``torch._dynamo.explain``).  A module (or a compiled one)
     is captured as ``compile(module)`` captures it, forward and backward: its outputs' autograd graph is no break."""
-    fn = getattr(fn, "_orig_fn", fn)  # a CompiledFunction: its function
+    if isinstance(fn, MethodType) and hasattr(fn.__func__, "_orig_fn"):
+        # a method compiled in its class body, bound to its instance: its function bound so (the attribute lookup
+        # below went through the bound method to the bare function, whose call then lacked ``self``)
+        fn = MethodType(fn.__func__._orig_fn, fn.__self__)
+    else:
+        fn = getattr(fn, "_orig_fn", fn)  # a CompiledFunction: its function
     if isinstance(fn, OptimizedModule):
         fn = fn._orig_mod
 
