@@ -326,3 +326,35 @@ def test_explain_of_a_method_compiled_in_its_class_body(device):
     for _ in range(4):
         ag.update(torch.randn(6, 4).to(device), torch.randn(6).to(device))
     assert ag.update.__func__.replays >= 2
+
+
+class _PackedEncoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb, self.gru = nn.Embedding(10, 8), nn.GRU(8, 8, batch_first=True)
+
+    def forward(self, x, lens):
+        return self.gru(pack_padded_sequence(self.emb(x), lens, batch_first=True, enforce_sorted=False))[1]
+
+
+def test_a_compiled_encoders_packed_batch_of_other_lengths_is_logged(device):
+    """As the packed step above, for ``torch.compile(encoder)``: a batch whose lengths differ from the capture's
+    ran eagerly without a word in the graph_breaks log; now each such call is logged (values eager's)."""
+    torch.manual_seed(0)
+    enc = _PackedEncoder().to(device)
+    c = torch.compile(enc)
+    x = torch.randint(1, 10, (3, 4)).to(device)
+    log = _Records()
+    lg = logging.getLogger("coretorch._dynamo.graph_breaks")
+    lg.addHandler(log)
+    try:
+        torch._logging.set_logs(graph_breaks=True)
+        for lens in ([4, 2, 3], [4, 2, 3], [1, 4, 4], [4, 2, 3]):
+            n = len(log.msgs)
+            h = c(x, torch.tensor(lens))
+            close(device, enc(x, torch.tensor(lens)), h, str(lens))
+            assert (len(log.msgs) > n) == (lens == [1, 4, 4]), (lens, log.msgs)
+    finally:
+        torch._logging.set_logs()
+        lg.removeHandler(log)
+    assert c._capture.replays == 2 and "checked read" in log.msgs[0]
