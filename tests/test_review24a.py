@@ -358,3 +358,34 @@ def test_a_compiled_encoders_packed_batch_of_other_lengths_is_logged(device):
         torch._logging.set_logs()
         lg.removeHandler(log)
     assert c._capture.replays == 2 and "checked read" in log.msgs[0]
+
+
+def test_a_sampler_indexing_by_a_0d_timestep_tensor_logs_each_eager_call(device):
+    """A DDPM sampler compiled with the timestep passed as a 0-d tensor (to avoid a capture per ``t``) reads
+    ``abar[t]``: PyTorch's eager ``x[t]`` reads a 0-d integer index as an int (a select), and so does coretorch,
+    a checked read; each new ``t`` then ran eagerly and nothing said so.  Now each such call is logged with the way
+    out (``abar[t.view(1)]``, which replays at every ``t``); values are eager's either way."""
+    abar = torch.cumprod(1 - torch.linspace(1e-4, 0.02, 10), 0).to(device)
+
+    def step(x, t):
+        return x * abar[t].sqrt()
+
+    def step1(x, t):
+        return x * abar[t.view(1)].sqrt()
+
+    log = _Records()
+    lg = logging.getLogger("coretorch._dynamo.graph_breaks")
+    lg.addHandler(log)
+    try:
+        torch._logging.set_logs(graph_breaks=True)
+        c, c1 = torch.compile(step), torch.compile(step1)
+        x = torch.randn(3).to(device)
+        for t in range(4):
+            tt = torch.tensor(t).to(device)
+            close(device, step(x, tt), c(x, tt), "abar[t]")
+            close(device, step1(x, tt), c1(x, tt), "abar[t.view(1)]")
+    finally:
+        torch._logging.set_logs()
+        lg.removeHandler(log)
+    assert c.replays == 0 and c1.replays == 3
+    assert len(log.msgs) == 3 and all("function name: 'step'" in m and "abar[t.view(1)]" in m for m in log.msgs)

@@ -139,8 +139,9 @@ def checked_read_differs(fn: Any) -> None:
     while the logs and ``explain`` showed nothing."""
     if graph_breaks_log.isEnabledFor(logging.INFO):
         graph_breaks_log.info("Graph break in (%s): this call runs eagerly, as it differs from the capture in a value "
-                              "a core op read on the host (a checked read: a PackedSequence's batch_sizes, ctc_loss's "
-                              "lengths) or in state the guards do not key", _where(fn))
+                              "a core op read on the host (a checked read: a 0-d integer tensor indexing as an int, "
+                              "`abar[t]`, where `abar[t.view(1)]` stays on the device; a PackedSequence's "
+                              "batch_sizes, ctc_loss's lengths) or in state the guards do not key", _where(fn))
 
 
 def dynamic_refused(fn: Any, why: str) -> None:
