@@ -273,6 +273,8 @@ class CompiledFunction:
             result, captured = self._capture_or_eager(k, args, kwargs, lv, st, self._floats(args, kwargs, lv))
             self._recaptures += captured is not None  # (an argument aliased persistent state at the capture, no longer)
             return result
+        if not recapture:
+            _logs.checked_read_differs(self._orig_fn)
         return self._orig_fn(*args, **kwargs)
 
     def _floats(self, args: tuple, kwargs: dict, lv: list) -> tuple:
@@ -351,6 +353,13 @@ class CompiledFunction:
         if entry.replay is None:
             _logs.graph_break(self._orig_fn, entry.breaks)
         return result, entry
+
+    def _explained(self, args: tuple, kwargs: dict) -> Any:
+        """The cache entry a capture of this call makes, kept nowhere (``explain``): captured as ``__call__``
+        captures, so a call that assigns state its guards key (a scheduler's ``_last_lr`` the step returns through
+        ``sched.get_last_lr()``) is the graph break it is when compiled."""
+        lv, st, _ = self._lookup(args, kwargs)
+        return _capture(self._orig_fn, args, kwargs, lv, st, False, None, self._root_key(args, kwargs))[1]
 
     def _last(self):
         """The last capture's cache entry that has a replay (None before one)."""

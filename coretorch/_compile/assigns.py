@@ -41,11 +41,12 @@ def snapshot(fn: Any, lv: list, params: list, plain: list, opts: list) -> tuple:
             tuple([_fingerprint(g, False) for o in opts for g in o.param_groups]))
 
 
-def check(rec: Any, before: tuple, fn: Any, lv: list, params: list, plain: list, opts: list) -> None:
-    """A graph break where the call assigned one of them (see the module docstring)."""
+def check(rec: Any, before: tuple, fn: Any, lv: list, params: list, plain: list, opts: list,
+          where: str | None = None) -> None:
+    """A graph break where the call assigned one of them (see the module docstring; ``where``: the break's place)."""
     if snapshot(fn, lv, params, plain, opts) != before:
         rec.graph_break("the call assigns an attribute of an optimizer, a tensor or the function, an entry of a "
-                        "param group, or state a gradient hook reaches, which a replay would not repeat")
+                        "param group, or state a gradient hook reaches, which a replay would not repeat", where)
 
 
 def _hook_fns(tensors: list) -> list:

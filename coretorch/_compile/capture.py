@@ -375,8 +375,9 @@ class Recorder(ResultEncoding):
         return v
 
     # ---- events ---------------------------------------------------------------------------------------------------
-    def graph_break(self, why: str) -> None:
-        msg = f"{why} (at {_user_frame(core=True)})"
+    def graph_break(self, why: str, where: str | None = None) -> None:
+        """Record a break (``where``: its place, if not the innermost user frame now)."""
+        msg = f"{why} (at {where or _user_frame(core=True)})"
         if self.fullgraph:
             raise Unsupported(f"coretorch.compile(fullgraph=True): graph break: {msg}")
         self.breaks.append(msg)

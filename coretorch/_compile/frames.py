@@ -52,3 +52,13 @@ def _user_frame(core: bool = False) -> str:
             where += f", in {name[name.rindex(os.sep + 'coretorch_') + 1:]}:{plugin.f_lineno} {plugin.f_code.co_name}"
         where += ")"
     return where
+
+
+def returned(fn: Any) -> str:
+    """Where a break found only once ``fn`` returned belongs (state it left changed): ``file:line in name`` of its
+    definition, not the caller's line that the innermost user frame is by then."""
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None) or getattr(getattr(type(fn), "__call__", None), "__code__", None)
+    if code is None:
+        return "<unknown>"
+    return f"{code.co_filename}:{code.co_firstlineno} in {code.co_name}, found when it returned"

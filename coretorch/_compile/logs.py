@@ -131,6 +131,19 @@ def graph_break(fn: Any, breaks: list) -> None:
                               "\n".join(f"    - {b}" for b in breaks))
 
 
+def checked_read_differs(fn: Any) -> None:
+    """Log that a replay of ``fn`` gave way to eager before writing anything: its checks found this call differs
+    from the capture in what the guards do not key (most often a checked read: a value a core op read on the host).
+    Such a call runs eagerly without a new capture (PyTorch breaks the graph at such an op: Dynamo skips
+    ``pack_padded_sequence``), so without this line a step whose batches' lengths vary ran eagerly at most calls
+    while the logs and ``explain`` showed nothing."""
+    if graph_breaks_log.isEnabledFor(logging.INFO):
+        graph_breaks_log.info("Graph break in (%s): this call runs eagerly, as it differs from the capture in a value "
+                              "a core op read on the host (a checked read: a 0-d integer tensor indexing as an int, "
+                              "`abar[t]`, where `abar[t.view(1)]` stays on the device; a PackedSequence's "
+                              "batch_sizes, ctc_loss's lengths) or in state the guards do not key", _where(fn))
+
+
 def dynamic_refused(fn: Any, why: str) -> None:
     """Log why ``fn``'s float arguments stay specialised (dynfloat.py)."""
     if recompiles_log.isEnabledFor(logging.INFO):

@@ -146,17 +146,17 @@ def _hook_state(modules: list) -> tuple:
     return tuple([root_key(roots(f, (), {}), attribute_names(f)) for f in fns])
 
 
-def check_module_writes(rec: Any, modules: list, before: tuple) -> None:
+def check_module_writes(rec: Any, modules: list, before: tuple, where: str | None = None) -> None:
     """A graph break where the captured call assigned a module attribute (``self.h = h.detach()``, ``self.phase =
     1 - self.phase``, ``self.calls += 1``), a global its class reads, or state a hook of the modules reaches
     (``acts[name] = out.detach()``): a replay does not repeat Python assignments, so the hook's dict kept the
     capture's tensors, and where the key came round to an earlier capture's (the old value back, a recycled ``id``)
     the replay left the attribute as it was and every later call replayed that one capture (a GRU's hidden state
-    frozen)."""
+    frozen).  ``where``: the break's place (the call's function, as found when it returned)."""
     now = module_numbers(modules)
     if now != before and not _attrs.only_attributes(rec, modules, now, before):
         rec.graph_break("the call assigns a module attribute, a global its class reads, or state a module hook "
-                        "reaches, which a replay would not repeat")
+                        "reaches, which a replay would not repeat", where)
 
 
 def _object_key(v: Any, names: tuple = ()) -> Any:

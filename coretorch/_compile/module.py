@@ -29,6 +29,7 @@ from . import attrs as _attrs, dynfloat as _dynfloat, dynways as _dynways, gradh
 from . import symbolic as _sym, symwatch as _symwatch
 from .config import config as _compile_config
 from .capture import CaptureBusy, Recorder, _find_hab_users, state
+from .frames import returned
 from .owners import _memory_of
 from .config import live_modules, recompile_limit_of
 from .replay import _VAR, RETRIES, Mismatch, backward_numbers, build_parts, check_process_state, process_state, \
@@ -355,6 +356,8 @@ class ModuleCapture:
             result, captured = self._capture_or_eager(key, args, kwargs, lv, st, self._floats(args, kwargs, lv))
             self.recaptures += captured
             return result
+        if not recapture:
+            _logs.checked_read_differs(self.fn)
         return self.fn(*args, **kwargs)
 
     def _run(self, entry: _ModEntry, lv: list) -> Any:
@@ -468,26 +471,29 @@ class ModuleCapture:
             if rec.dyn:
                 _sym._active[0] = rec
             result = self.fn(*args, **kwargs)
+            # (the breaks found now: their place is the forward, not the caller's line the user frame is by now)
+            where = returned(type(self.module).forward if self.fn is self.module else self.fn)
+            at = f" (at {where})"
             if entries and (_argtree.snapshot(args, kwargs) != entries or
                             any(_guards.contents(o, self.anames) != c for o, c in objs)):
                 rec.breaks.append("the forward assigns an entry or attribute of an argument (`batch[\"pred\"] = out`, "
-                                  "`hidden.append(h)`, `cfg.step = 3`), which a replay would not repeat")
-            check_process_state(rec, process)
-            _modstate.check_module_writes(rec, modules, before)
+                                  "`hidden.append(h)`, `cfg.step = 3`), which a replay would not repeat" + at)
+            check_process_state(rec, process, where)
+            _modstate.check_module_writes(rec, modules, before, where)
             if _gradhooks.counts(lv, params) != hooks:
                 rec.breaks.append("the forward registers a gradient hook on an input or a parameter "
-                                  "(`x.register_hook(...)`, `x.retain_grad()`), which a replay would not register")
+                                  "(`x.register_hook(...)`, `x.retain_grad()`), which a replay would not register" + at)
             if any(a._gf is not g for a, g in nodes):  # (a replay would leave the input's grad_fn as it was)
-                rec.breaks.append("the forward modifies an input that requires grad in place")
+                rec.breaks.append("the forward modifies an input that requires grad in place" + at)
             outs, single = _outtree.flatten(result, frozenset(map(id, (*args, *kwargs.values(), *[
                 v for m in modules for v in vars(m).values()]))),  # (objects eager returns themselves)
                 {id(a): i for i, a in enumerate(lv) if isinstance(a, Tensor)})  # (an input: itself)
             if outs is None:
-                rec.breaks.append("the forward returns something other than tensors in tuples, lists and dicts")
+                rec.breaks.append("the forward returns something other than tensors in tuples, lists and dicts" + at)
             elif any(o is t for o in outs for t in (*lv, *params, *buffers, *plain)):
                 # eager returns that tensor (its requires_grad, its version counter, its .grad); a replay would
                 # make another over its memory
-                rec.breaks.append("an output is a parameter or a buffer itself")
+                rec.breaks.append("an output is a parameter or a buffer itself" + at)
             rec.write_back()
             # (d, name, version: a tuple of them for a tuple attribute)
             entry.attrs = [(*rec.attr_exprs[e], tuple([x._vc[0] for x in t]) if type(t) is tuple else t._vc[0])

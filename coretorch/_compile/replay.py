@@ -19,6 +19,7 @@ from . import modstate as _modstate
 from . import dynfloat as _dynfloat, rngundo as _rngundo, symbolic as _sym, symwatch as _symwatch, tailreads as _tail
 from .symbolic import Sym
 from .capture import Recorder, _find_hab_users, _orig_host_all_below
+from .frames import returned
 from .owners import _memory_of, _state_key, _tensor_key
 from .roots_state import iter_position, iterators_of, persistent_of, scheduler_counts
 from .hostrng import host_rng_state
@@ -187,15 +188,20 @@ def process_state(objs: list | tuple = ()) -> tuple:
             _backend.TABLES_CHANGED[0])
 
 
-def check_process_state(rec: Recorder, before: tuple) -> None:
+def check_process_state(rec: Recorder, before: tuple, where: str | None = None) -> None:
     """A graph break where the captured call drew a host random number or changed a global mode: a replay would
-    repeat the number, and leave the mode as it finds it."""
+    repeat the number, and leave the mode as it finds it (``where``: the call's function, found when it returned)."""
     rng, modes, threads, gens, states, tables = before
     # with other threads running, another one may have drawn or changed it meanwhile (a data-producing thread's
     # random augmentation): the call runs eagerly and a later one captures again, a few times (see RETRIES), and
     # fullgraph=True raises no Unsupported for it
     maybe = not rec.breaks and max(threads, threading.active_count()) > 1
-    brk = rec.breaks.append if maybe else rec.graph_break
+
+    def brk(why: str) -> None:
+        if maybe:
+            rec.breaks.append(f"{why} (at {where})" if where else why)
+        else:
+            rec.graph_break(why, where)
     if host_rng_state() != rng:
         brk("the call drew a host random number (Python's random or numpy's global generator, also through a name "
             "bound before the capture: `from random import random`; a seed of `torch.seed()`), which a replay would "
@@ -337,21 +343,22 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
         finally:
             _unwatch(watched)
             _tail.appended_values(rec.tail_appends)  # (the list holds the read's value, as eager's)
+        at = returned(fn)  # (the place of the breaks found now: the step, not the caller's line)
         if any(iter_position(rec.iterators[i]) != p for i, p in its.items()):
             rec.graph_break("the call advanced an iterator it reaches (`it.__next__()`, a bound `__next__`, a `for` "
-                            "loop over it), which a replay would not advance")
-        check_process_state(rec, process)
+                            "loop over it), which a replay would not advance", at)
+        check_process_state(rec, process, at)
         if any(scheduler_counts().get(i, c) != c for i, c in scheds.items() if i not in rec.sched_stepped):
             rec.graph_break("the call stepped an LR scheduler through a method bound before the capture (`then = "
-                            "sched.step`), which a replay would not repeat: call `sched.step()` in the function")
-        _flags.replayed(rec, modules, flags, lambda: _modstate.check_module_writes(rec, modules, before[0]))
-        _assigns.check(rec, assigned, fn, lv, params, plain, opts)
+                            "sched.step`), which a replay would not repeat: call `sched.step()` in the function", at)
+        _flags.replayed(rec, modules, flags, lambda: _modstate.check_module_writes(rec, modules, before[0], at))
+        _assigns.check(rec, assigned, fn, lv, params, plain, opts, at)
         if why := _made.changed_outside(rec):
-            rec.graph_break(why)
+            rec.graph_break(why, at)
         rec.watch = None  # (the optimizers: the recorder keeps none alive)
         if root_key is not None and root_key() != before[1]:
             rec.graph_break("the call assigns a global, a closure variable, or an entry or attribute of an object it "
-                            "reads, which a replay would not repeat")
+                            "reads, which a replay would not repeat", at)
         result_src = rec.finish(result, lv)
     finally:
         rec.remove(release=False)
