@@ -7,6 +7,8 @@ correctly rounded conversion) and compare bitwise; where a literal is PyTorch 2.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -125,3 +127,49 @@ def test_half_addmm_keeps_autograd_and_out(device):
     b = torch.baddbmm(c.detach(), A.detach()[None], B.detach()[None], out=out)
     assert b is out
     _bitwise(out, _np(torch.baddbmm(c.detach(), A.detach()[None], B.detach()[None])))
+
+
+def test_adaptive_avg_pool_keeps_float32_under_cpu_autocast():
+    """PyTorch's adaptive_avg_pool1d/2d/3d are on no CPU autocast list: a float32 input gives float32 inside a
+    bfloat16 or float16 region.  coretorch's separable averaging ran through matmul, which autocast lowered: a
+    bfloat16 (float16) result, silently."""
+    x = torch.randn(1, 2, 6, 6)
+    want2 = F.adaptive_avg_pool2d(x, 4)
+    for dt in HALF:
+        with torch.autocast("cpu", dtype=dt):
+            r1 = F.adaptive_avg_pool1d(x[0], 4)
+            r2 = F.adaptive_avg_pool2d(x, 4)
+            r3 = F.adaptive_avg_pool3d(x[None], (2, 4, 4))
+            rb = F.adaptive_avg_pool2d(x.to(dt), 4)
+        assert r1.dtype is r2.dtype is r3.dtype is torch.float32
+        assert rb.dtype is dt  # its input's dtype, as outside a region
+        np.testing.assert_array_equal(_np(r2), _np(want2))
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_adaptive_avg_pool2d_of_half_rounds_once(device, dtype):
+    """PyTorch averages float16/bfloat16 windows in float32 and rounds once; coretorch's rectangular-window path
+    (output size not dividing the input) ran two half matmuls: about half of the outputs an ulp off."""
+    x = torch.tensor(_data(1024).reshape(1, 1, 32, 32), device=device).to(dtype)
+    got = F.adaptive_avg_pool2d(x, 5)
+    assert got.dtype is dtype
+    _bitwise(got, _once(_np(F.adaptive_avg_pool2d(x.float(), 5)), dtype, device))
+
+
+def test_chain_matmul_and_packed_lstm_run_lower_under_cpu_autocast():
+    """PyTorch 2.13 on cpu: chain_matmul (through mm, on the list) of float32 matrices in a bfloat16/float16 region
+    returns the region's dtype (coretorch: float32); a packed LSTM's output in a bfloat16 region is bfloat16, as the
+    unpacked one's (coretorch: float32)."""
+    a, b = torch.randn(3, 4), torch.randn(4, 2)
+    for dt in HALF:
+        with torch.autocast("cpu", dtype=dt):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # (its deprecation, once per process)
+                assert torch.chain_matmul(a, b).dtype is dt
+            assert torch.linalg.multi_dot([a, b]).dtype is dt
+    lstm = torch.nn.LSTM(4, 3)
+    seq = torch.nn.utils.rnn.pack_padded_sequence(torch.randn(5, 1, 4), [5])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out, _ = lstm(seq)
+        plain, _ = lstm(torch.randn(5, 1, 4))
+    assert out.data.dtype is torch.bfloat16 and plain.dtype is torch.bfloat16
