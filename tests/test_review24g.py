@@ -173,3 +173,22 @@ def test_chain_matmul_and_packed_lstm_run_lower_under_cpu_autocast():
         out, _ = lstm(seq)
         plain, _ = lstm(torch.randn(5, 1, 4))
     assert out.data.dtype is torch.bfloat16 and plain.dtype is torch.bfloat16
+
+
+def test_grad_scaler_update_rejects_a_new_scale_on_another_device(device):
+    """PyTorch's GradScaler.update(new_scale) asserts a 1-element tensor on the scaler's device, with its message
+    ("... a 1-element torch.cuda.FloatTensor or torch.FloatTensor with requires_grad=False."); coretorch copied a
+    tensor of another device silently and its message lacked the cuda part."""
+    s = torch.amp.GradScaler(device, init_scale=8.0)
+    w = torch.nn.Parameter(torch.ones(2, device=device))
+    opt = torch.optim.SGD([w], lr=0.1)
+    s.scale((w * w).sum()).backward()
+    s.step(opt)
+    s.update(torch.tensor(4.0, device=device))
+    assert s.get_scale() == 4.0
+    with pytest.raises(AssertionError, match=r"1-element torch\.cuda\.FloatTensor or torch\.FloatTensor"):
+        s.update(torch.tensor([4.0, 2.0], device=device))
+    if device != "cpu":
+        with pytest.raises(AssertionError, match="new_scale should be a float"):
+            s.update(torch.tensor(2.0))
+    assert s.get_scale() == 4.0 and s.state_dict()["scale"] == 4.0
