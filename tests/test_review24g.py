@@ -158,8 +158,8 @@ def test_adaptive_avg_pool2d_of_half_rounds_once(device, dtype):
 
 def test_chain_matmul_and_packed_lstm_run_lower_under_cpu_autocast():
     """PyTorch 2.13 on cpu: chain_matmul (through mm, on the list) of float32 matrices in a bfloat16/float16 region
-    returns the region's dtype (coretorch: float32); a packed LSTM's output in a bfloat16 region is bfloat16, as the
-    unpacked one's (coretorch: float32)."""
+    returns the region's dtype (coretorch: float32); a packed LSTM whose sequences all have one length gives
+    bfloat16 as the unpacked one (coretorch: float32); with lengths that differ float32 (test_review21d)."""
     a, b = torch.randn(3, 4), torch.randn(4, 2)
     for dt in HALF:
         with torch.autocast("cpu", dtype=dt):
@@ -172,7 +172,9 @@ def test_chain_matmul_and_packed_lstm_run_lower_under_cpu_autocast():
     with torch.autocast("cpu", dtype=torch.bfloat16):
         out, _ = lstm(seq)
         plain, _ = lstm(torch.randn(5, 1, 4))
+        ragged, _ = lstm(torch.nn.utils.rnn.pack_padded_sequence(torch.randn(5, 2, 4), [5, 3]))
     assert out.data.dtype is torch.bfloat16 and plain.dtype is torch.bfloat16
+    assert ragged.data.dtype is torch.float32
 
 
 def test_grad_scaler_update_rejects_a_new_scale_on_another_device(device):
@@ -192,3 +194,24 @@ def test_grad_scaler_update_rejects_a_new_scale_on_another_device(device):
         with pytest.raises(AssertionError, match="new_scale should be a float"):
             s.update(torch.tensor(2.0))
     assert s.get_scale() == 4.0 and s.state_dict()["scale"] == 4.0
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_half_convolution_adds_its_bias_before_rounding(device, dtype):
+    """PyTorch's conv1d/conv2d of float16/bfloat16 with a bias accumulate and add the bias in float32, rounding
+    once; coretorch rounded the convolution to half and added the bias in half: ~15% of the outputs an ulp off
+    (-1.5292969 vs PyTorch's -1.5283203 style).  grad_fn stays PyTorch's ConvolutionBackward0."""
+    rng = np.random.default_rng(2)
+    x = torch.tensor(rng.standard_normal((2, 3, 9, 9)).astype(np.float32) * 2, device=device).to(dtype)
+    w = torch.tensor(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), device=device).to(dtype)
+    b = torch.tensor(rng.standard_normal(4).astype(np.float32) * 3, device=device).to(dtype)
+    for f in (lambda x, w, b: F.conv2d(x, w, b, padding=1), lambda x, w, b: F.conv1d(x[:, :, 0], w[:, :, 0], b),
+              lambda x, w, b: F.conv2d(x[:, :2], w[:, :1], b, groups=2), lambda x, w, b: F.conv2d(x[0], w, b)):
+        got = f(x, w, b)
+        assert got.dtype is dtype
+        _bitwise(got, _once(_np(f(x.float(), w.float(), b.float())), dtype, device))
+    wp = w.clone().requires_grad_()
+    y = F.conv2d(x, wp, b)
+    assert y.grad_fn.name() == "ConvolutionBackward0"
+    y.float().sum().backward()
+    assert wp.grad.dtype is dtype and wp.grad.shape == w.shape

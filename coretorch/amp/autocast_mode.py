@@ -44,10 +44,10 @@ _LOWER_COMMON = frozenset({"linear", "matmul", "mm", "bmm", "addmm", "addbmm", "
                            "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu",
                            "scaled_dot_product_attention", "einsum"})
 # the recurrent layers (coretorch.nn.modules.rnn names them "<lstm|gru|rnn>[_proj][_packed]" and "<...>_cell"): on cpu
-# oneDNN's LSTM without projections is on the list (packed too: PyTorch 2.13's packed LSTM of float32 under a
-# bfloat16 region returns bfloat16), and an Elman RNN's state is lower precision through its
+# oneDNN's LSTM without projections is on the list (a packed one whose sequences all have one length too: the
+# module runs it as unpacked), and an Elman RNN's state is lower precision through its
 # cells' linears (a GRU's and an LSTM's cells mix it with a float32 state); on CUDA cuDNN's RNNs and every cell
-_RNN_CPU = frozenset({"lstm", "lstm_packed", "rnn", "rnn_packed", "rnn_cell"})
+_RNN_CPU = frozenset({"lstm", "rnn", "rnn_packed", "rnn_cell"})
 _RNN_GPU = frozenset(f"{m}{v}" for m in ("lstm", "gru", "rnn") for v in ("", "_packed", "_cell")) | {
     "lstm_proj", "lstm_proj_packed"}
 _LOWER_CPU = _LOWER_COMMON | {"tensordot", "inner", "vecdot", "chain_matmul", "multi_dot"} | _RNN_CPU
