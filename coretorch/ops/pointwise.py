@@ -362,9 +362,11 @@ def _make_binary(name: str, node_cls, kind: str):
             # its float16/bfloat16 kernels keep pow
             out = table.sqrt(xa) if b == 0.5 else table.rsqrt(xa)
         elif name == "pow" and not bt and isinstance(b, (float, int)) and b.__class__ is not bool \
-                and (dt is _dt.float32 or dt is _dt.float64) and (b == 3 or b == -2):
+                and (dt is _dt.float32 or dt is _dt.float64 or dt is _dt.bfloat16) and (b == 3 or b == -2):
             # PyTorch's scalar-exponent kernels (CPU's and CUDA's) multiply for 3 and -2: x * x * x and 1 / (x * x),
-            # not pow (numpy's pow differs from them in the last bit for about a third of float32 inputs)
+            # not pow (numpy's pow differs from them in the last bit for about a third of float32 inputs); bfloat16
+            # too, each product rounded to bfloat16 (its vectorised operators round every step: PyTorch 2.13's
+            # bf16 x ** 3 is (x * x) * x in bfloat16, not float32's rounded once; float16 keeps pow in float32)
             sq = table.mul(xa, xa)
             out = table.mul(sq, xa) if b == 3 else table.reciprocal(sq)
         elif name == "pow" and not bt and dt in _REDUCED:
