@@ -37,18 +37,20 @@ __all__ = ["autocast", "is_autocast_available", "custom_fwd", "custom_bwd", "is_
            "get_autocast_dtype", "set_autocast_enabled", "set_autocast_dtype"]
 
 # PyTorch's autocast op lists (aten/src/ATen/autocast_mode.{h,cpp}, checked against PyTorch 2.13), restricted to
-# what coretorch has.  CPU: einsum, tensordot and inner are not on PyTorch's CPU list but run in the lower precision
-# there all the same (they decompose into bmm/mm, which are), so they are listed to give the same dtypes.
+# what coretorch has.  CPU: einsum, tensordot, inner, chain_matmul and multi_dot are not on PyTorch's CPU list but
+# run in the lower precision there all the same (they decompose into bmm/mm, which are), so they are listed to give
+# the same dtypes.
 _LOWER_COMMON = frozenset({"linear", "matmul", "mm", "bmm", "addmm", "addbmm", "baddbmm", "conv1d", "conv2d",
                            "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu",
                            "scaled_dot_product_attention", "einsum"})
 # the recurrent layers (coretorch.nn.modules.rnn names them "<lstm|gru|rnn>[_proj][_packed]" and "<...>_cell"): on cpu
-# oneDNN's unpacked LSTM without projections is on the list, and an Elman RNN's state is lower precision through its
+# oneDNN's LSTM without projections is on the list (a packed one whose sequences all have one length too: the
+# module runs it as unpacked), and an Elman RNN's state is lower precision through its
 # cells' linears (a GRU's and an LSTM's cells mix it with a float32 state); on CUDA cuDNN's RNNs and every cell
 _RNN_CPU = frozenset({"lstm", "rnn", "rnn_packed", "rnn_cell"})
 _RNN_GPU = frozenset(f"{m}{v}" for m in ("lstm", "gru", "rnn") for v in ("", "_packed", "_cell")) | {
     "lstm_proj", "lstm_proj_packed"}
-_LOWER_CPU = _LOWER_COMMON | {"tensordot", "inner", "vecdot"} | _RNN_CPU
+_LOWER_CPU = _LOWER_COMMON | {"tensordot", "inner", "vecdot", "chain_matmul", "multi_dot"} | _RNN_CPU
 _LOWER_GPU = _LOWER_COMMON | {"addmv", "addr", "mv", "chain_matmul", "multi_dot", "vecdot", "inner"} | _RNN_GPU
 _FP32_COMMON = frozenset({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
                           "kl_div", "binary_cross_entropy_with_logits", "poisson_nll_loss", "soft_margin_loss",

@@ -201,7 +201,9 @@ class GradScaler:
         _scale, _growth_tracker = self._check_scale_growth_tracker("update")
         if new_scale is not None:
             if isinstance(new_scale, Tensor):
-                reason = "new_scale should be a float or a 1-element torch.FloatTensor with requires_grad=False."
+                reason = ("new_scale should be a float or a 1-element torch.cuda.FloatTensor or torch.FloatTensor with "
+                          "requires_grad=False.")  # (PyTorch 2.13's words)
+                assert new_scale.device.type == _scale.device.type, reason  # (copied silently across devices)
                 assert new_scale.numel() == 1, reason
                 assert new_scale.requires_grad is False, reason
                 self._scale.copy_(new_scale.reshape(()))

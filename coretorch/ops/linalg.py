@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import dtypes as _dt
-from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
+from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac, suspended as _ac_suspended
 from ..autograd._node_names import named_node
 from ..autograd._zero import keep_graph as _keep_graph
 from ..autograd.grad_mode import state as _gs
@@ -268,6 +268,19 @@ def check_expand(input: Tensor, target: tuple) -> None:
                                f"{list(target)}.  Tensor sizes: {list(si)}")
 
 
+def in_float32(op, input: Tensor, *tensors: Tensor, **kwargs) -> Tensor:
+    """``op`` of float32 copies of its float16/bfloat16 tensor arguments, rounded once to ``input``'s dtype: PyTorch's
+    op math for the fused product-and-add ops.  Autocast is suspended meanwhile (an enabled region would cast the
+    float32 copies back down: endless recursion)."""
+    dt = input.dtype
+    args = (input.float(),) + tuple(t.float() for t in tensors)
+    off = _ac_suspended(input) if _ac.on else None
+    if off is None:
+        return op(*args, **kwargs).to(dt)
+    with off:
+        return op(*args, **kwargs).to(dt)
+
+
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape."""
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
@@ -275,6 +288,11 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
     if isinstance(input, Tensor) and input.dtype is not mat2.dtype and mat1.dtype is mat2.dtype:
         raise RuntimeError(f"self and mat2 must have the same dtype, but got {input.dtype._tname[:-6]} and "
                            f"{mat2.dtype._tname[:-6]}")
+    if (mat1.dtype is _dt.float16 or mat1.dtype is _dt.bfloat16) and isinstance(input, Tensor) and \
+            input.dtype is mat1.dtype is mat2.dtype:
+        # float32 op math: product, scalars and input summed before the one rounding, as PyTorch's reduced-float
+        # addmm (the product rounded to half first: an ulp off in a quarter of the elements)
+        return named_node(in_float32(addmm, input, mat1, mat2, beta=beta, alpha=alpha), "AddmmBackward0")
     if alpha != 1 or beta != 1 or not isinstance(input, Tensor) or input.dtype is not mat1.dtype \
             or input._be is not mat1._be:
         from .pointwise import add, mul

@@ -62,6 +62,14 @@ def _cname(t: Tensor) -> str:
     return _dt.cpp_name(t.dtype)
 
 
+def _half_math(input, a: Tensor, b: Tensor) -> bool:
+    """Whether a fused product-and-add is computed in float32 and rounded once: float16 and bfloat16 operands of one
+    dtype (PyTorch's op math for baddbmm/addbmm/addmv; the product rounded to half first was an ulp off in a quarter of
+    the elements)."""
+    return (a.dtype is _dt.float16 or a.dtype is _dt.bfloat16) and isinstance(input, Tensor) and \
+        input.dtype is a.dtype is b.dtype
+
+
 def _scaled_sum(input, beta, p: Tensor, alpha, op: str) -> Tensor:
     """beta * input + alpha * p; beta == 0 ignores input (NaN and inf in it do not propagate), as PyTorch."""
     if not p.dtype.is_floating_point and p.dtype is not _dt.bool_:
@@ -243,6 +251,9 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, o
     if input.dtype is not batch1.dtype:  # (batch2 alone: the bmm's error)
         raise RuntimeError(f"Input dtypes must be the same, got: input {_cname(input)}, batch1: {_cname(batch1)}, "
                            f"batch2: {_cname(batch2)}")
+    if _half_math(input, batch1, batch2):
+        r = _linalg.in_float32(baddbmm, input, batch1, batch2, beta=beta, alpha=alpha)
+        return _write_out(out, named_node(r, "BaddbmmBackward0"), "baddbmm", input)
     r = _scaled_sum(input, beta, _linalg._matmul_nd(batch1, batch2), alpha, "baddbmm")
     return _write_out(out, _renamed(r, _NAMES["baddbmm"]), "baddbmm", input)
 
@@ -255,6 +266,9 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, ou
     if input.dtype is not batch2.dtype and batch1.dtype is batch2.dtype:
         raise RuntimeError(f"self and mat2 must have the same dtype, but got {input.dtype._tname[:-6]} and "
                            f"{batch2.dtype._tname[:-6]}")
+    if _half_math(input, batch1, batch2):
+        r = _linalg.in_float32(addbmm, input, batch1, batch2, beta=beta, alpha=alpha)
+        return _write_out(out, named_node(r, "AddbmmBackward0"), "addbmm", input)
     b, n, k = batch1.shape
     m = batch2.shape[2]
     x1 = _shape.reshape(_shape.permute(batch1, (1, 0, 2)), (n, b * k))
@@ -275,6 +289,9 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None)
     if not input.dtype is mat.dtype is vec.dtype:
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {input.dtype._tname[:-6]}, "
                            f"{mat.dtype._tname[:-6]}, and {vec.dtype._tname[:-6]}")
+    if _half_math(input, mat, vec):  # (alpha == 1 bitwise PyTorch's; its gemv scales by another alpha in between)
+        r = _linalg.in_float32(addmv, input, mat, vec, beta=beta, alpha=alpha)
+        return _write_out(out, named_node(r, "AddmvBackward0"), "addmv", input)
     r = _scaled_sum(input, beta, _linalg.mv(mat, vec), alpha, "addmv")
     return _write_out(out, _renamed(r, _NAMES["addmv"]), "addmv", input)
 

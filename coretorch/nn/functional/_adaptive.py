@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
+from ...amp.autocast_mode import below as _ac_below
 from ...autograd._node_names import named_node
 from ...ops import creation as _C
 from ...ops import linalg as _L
@@ -119,6 +120,7 @@ def _avg_matrix(n_in: int, n_out: int, input: Tensor) -> Tensor:
     return _C.tensor(m, dtype=input.dtype, device=input.device)
 
 
+@_ac_below  # autocast: one kernel on no list in PyTorch (its inner matmuls must not run in the lower precision)
 def _adaptive_avg(input: Tensor, outs: tuple) -> Tensor:
     """Separable: A_d applied along each of the last len(outs) dims (negative dims: batched or not); half and
     bfloat16 averaged in float32 and rounded once, as PyTorch's kernels accumulate."""

@@ -11,12 +11,12 @@ from ...autograd.grad_mode import state as _gs
 from ...autograd.graph import Node
 from ...ops import creation as _C
 from ...ops import indexing as _I
-from ...ops import linalg as _L
 from ...ops import pointwise as _P
 from ...ops import shape as _S
 from ...ops._own import own
 from ...tensor import Tensor, _make
 from ._common import _check_tensor, _i64, _needs_graph, _ntuple, _record
+from ._adaptive import _adaptive_avg
 from ._conv import _conv2d_raw
 from ._padding import _pad_constant
 from ._window import pool_table, take_max, window_argmax, window_sum
@@ -224,16 +224,6 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return _S.squeeze(out, -2)
 
 
-def _adaptive_matrix(n_in, n_out, dtype, device) -> Tensor:
-    rows = []
-    for i in range(n_out):
-        start, end = (i * n_in) // n_out, -(-((i + 1) * n_in) // n_out)
-        rows.append([1.0 / (end - start) if start <= j < end else 0.0 for j in range(n_in)])
-    if not rows:  # an empty output size (PyTorch allows 0)
-        return _C.zeros((0, n_in), dtype=dtype, device=device)
-    return _C.tensor(rows, dtype=dtype, device=device)
-
-
 def adaptive_avg_pool2d(input, output_size):
     """Adaptive 2-D average pooling to ``output_size`` (see :class:`coretorch.nn.AdaptiveAvgPool2d`)."""
     _check_tensor("adaptive_avg_pool2d", "input", input)
@@ -257,10 +247,9 @@ def adaptive_avg_pool2d(input, output_size):
         return _S.clone(input)
     if oh and ow and h % oh == 0 and w % ow == 0 and input.shape[-3]:
         return avg_pool2d(input, (h // oh, w // ow))
-    # rectangular windows: the average is separable, A_h @ x @ A_w^T with constant averaging matrices
-    ah = _adaptive_matrix(h, oh, input.dtype, input.device)
-    aw = _adaptive_matrix(w, ow, input.dtype, input.device)
-    return _L.matmul(_L.matmul(ah, input), _S.transpose(aw, 0, 1))
+    # rectangular windows: the average is separable (averaging matrices along H, then W), half in float32 rounded
+    # once and no autocast inside (it lowered the products: bfloat16 where PyTorch's kernel keeps float32)
+    return _adaptive_avg(input, (oh, ow))
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,

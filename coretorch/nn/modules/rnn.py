@@ -268,7 +268,8 @@ class RNNBase(RNNHelpers, Module):
         self._check_devices(data, hx)
         cast = None
         if _ac.on:
-            data, hx, cast = self._autocast(data, hx, True)
+            # sequences of one length: PyTorch 2.13's cpu LSTM runs them as unpacked (oneDNN's, lower precision)
+            data, hx, cast = self._autocast(data, hx, len(set(sizes)) > 1)
         out, h_n, c_n = self._run_packed(data, sizes, hx, cast)
         if unsorted_indices is not None:
             h_n = h_n.index_select(1, unsorted_indices)

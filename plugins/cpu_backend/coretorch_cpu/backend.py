@@ -126,6 +126,8 @@ def _relu(x):
 
 
 def _rsqrt(x):
+    if x.dtype == _F16:  # in float32, rounded once (PyTorch's op math; the half sqrt rounded first: 1 ulp off)
+        return np.reciprocal(np.sqrt(x.astype(_F32))).astype(_F16)
     return np.reciprocal(np.sqrt(x))
 
 
@@ -355,6 +357,8 @@ def _where(c, x, y):
 
 
 def _linear(x, w, b):
+    if x.dtype == _F16:  # float32 op math: the bias added before the one rounding, as PyTorch's addmm
+        return _linear(x.astype(_F32), w.astype(_F32), None if b is None else b.astype(_F32)).astype(_F16)
     out = np.matmul(x, w.T)  # 2-D operands: always a fresh array, so the bias is added in place
     if b is not None:
         _rowop(np.add, out, b, out)

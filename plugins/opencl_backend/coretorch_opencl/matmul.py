@@ -516,6 +516,12 @@ def _plain(kern, a, b, out, nb=None, ao=None, sab=None, ast=None, bo=None, sbb=N
 
 def linear(kern, x, w, b):
     """x (N, in) @ w (out, in).T + b: nn.Linear's forward, the bias added in the product's stores."""
+    if b is not None and x.dtype.itemsize == 2 and x.dtype.kind in "fV":
+        # float16/bfloat16 with a bias: in float32, rounded once (PyTorch's addmm op math; the half product's store
+        # rounded before the bias add: an ulp off in a quarter of the elements)
+        f32 = np.dtype(np.float32)
+        r = linear(kern, kern.cast(x, f32), kern.cast(w, f32), kern.cast(b, f32))
+        return kern.cast(r, x.dtype)
     if b is not None and not kern.is_contiguous(b):
         b = kern.contiguous(b)
     return matmul(kern, x, kern.permute(w, (1, 0)), b)
