@@ -97,15 +97,17 @@ def householder_product(input: Tensor, tau: Tensor, *, out=None) -> Tensor:
     return Q
 
 
-def orgqr(input: Tensor, tau: Tensor, *, out=None) -> Tensor:
-    """:func:`coretorch.linalg.householder_product` (LAPACK's name)."""
-    return householder_product(input, tau, out=out)
+def orgqr(input: Tensor, input2: Tensor, *, out=None) -> Tensor:
+    """:func:`coretorch.linalg.householder_product` (LAPACK's name); ``input2`` is ``tau`` (PyTorch's keyword)."""
+    return householder_product(input, input2, out=out)
 
 
-def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpose: bool = False, *,
+def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True, transpose: bool = False, *,
           out=None) -> Tensor:
-    """``other`` multiplied by the full ``Q`` (m x m) of ``geqrf``'s reflectors: ``Q @ other`` (``left``), or
-    ``other @ Q``; ``Q^T`` with ``transpose``."""
+    """``input3`` multiplied by the full ``Q`` (m x m) of ``geqrf``'s reflectors (``input``, ``input2`` the
+    ``tau``): ``Q @ input3`` (``left``), or ``input3 @ Q``; ``Q^T`` with ``transpose``.  (PyTorch's keyword
+    names: ``input2=``/``input3=``.)"""
+    tau, other = input2, input3
     if input.ndim < 2 or other.ndim < 2:
         raise RuntimeError("torch.ormqr: input and other must have at least 2 dimensions.")
     m = input.shape[-2]

@@ -40,8 +40,14 @@ def _copies(ts) -> tuple[Tensor, ...]:
     return tuple(t.clone() for t in ts)
 
 
-def view_copy(input: Tensor, size) -> Tensor:
-    """``input.view(size)`` as a new tensor."""
+def view_copy(input: Tensor, size=None, *, dtype=None) -> Tensor:
+    """``input.view(size)`` (or ``input.view(dtype)``: PyTorch's ``view_copy.dtype`` overload, keyword ``dtype=``)
+    as a new tensor."""
+    if (size is None) == (dtype is None):
+        raise TypeError("view_copy() received an invalid combination of arguments: expected (Tensor input, tuple of "
+                        "ints size) or (Tensor input, torch.dtype dtype)")
+    if dtype is not None:
+        size = dtype
     if isinstance(size, _dt.dtype):
         return input.view(size).clone()
     return input.view(*size if isinstance(size, (tuple, list)) else (size,)).clone()

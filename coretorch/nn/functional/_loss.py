@@ -296,6 +296,10 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("kl_div", input, target)
+    if not (input.dtype.is_floating_point or input.dtype.is_complex) or not (
+            target.dtype.is_floating_point or target.dtype.is_complex):
+        # PyTorch refuses integral (and bool) inputs instead of promoting them to a float loss
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if reduction == "mean":
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
