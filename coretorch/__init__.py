@@ -59,7 +59,7 @@ from .ops._binomial import binomial  # noqa: F401
 # the legacy API and the namespaces scripts touch on their first lines (torch.cuda, backends, compile, ...)
 from . import _tensor_legacy  # noqa: F401,E402  (binds Tensor.new, add_(Number, Tensor), volatile, cuda(), ...)
 from . import _tensor_names12  # noqa: F401,E402  (binds H, mH, sum_to_size, storage, dim_order, ...)
-from ._tensor_names12 import ger, triangular_solve  # noqa: F401,E402  (deprecated names PyTorch 2.13 keeps)
+from ._tensor_names12 import ger, is_distributed, triangular_solve  # noqa: F401,E402  (names PyTorch 2.13 keeps)
 from ._sym import *  # noqa: F401,F403,E402  (torch.sym_max & co. on plain numbers)
 from .storage import TypedStorage, UntypedStorage  # noqa: F401,E402
 from .ops._householder import geqrf, orgqr, ormqr  # noqa: F401,E402

@@ -57,6 +57,47 @@ def test_kl_div_refuses_integral_inputs(device):
     assert F.kl_div(f, f, reduction="sum").item() == pytest.approx(-3.0)
 
 
+def test_ormqr_checks_tau_and_other_against_input(device):
+    """PyTorch's ormqr checks tau's last size (min(other.shape[-2], input.shape[-1])), tau.ndim == input.ndim - 1,
+    other.ndim == input.ndim, the batch dimensions and the dtypes, with RuntimeError.  coretorch before: broadcast a
+    (3, 3) tau for a (3, 3) input into a silent (3, 3, 3) result, took a shorter tau, and multiplied a 3-D other."""
+    e = torch.eye(3, device=device)
+    with pytest.raises(RuntimeError, match="Expected tau to have one dimension less than input, but got tau.ndim "
+                                           "equal to 2 and input.ndim is equal to 2"):
+        torch.ormqr(e, torch.ones(3, 3, device=device), e)
+    with pytest.raises(RuntimeError, match=r"tau.shape\[-1\] must be equal to min\(other.shape\[-2\], "):
+        torch.ormqr(torch.ones(4, 3, device=device), torch.ones(2, device=device), torch.ones(4, 2, device=device))
+    with pytest.raises(RuntimeError, match="Expected other to have the same number of dimensions as input"):
+        torch.ormqr(e, torch.ones(3, device=device), torch.ones(2, 3, 3, device=device))
+    with pytest.raises(RuntimeError, match=r"Expected batch dimensions of tau to be equal to input.shape\[:-2\], "
+                                           r"but got \[1\]"):
+        torch.ormqr(torch.ones(2, 3, 3, device=device), torch.ones(1, 3, device=device),
+                    torch.ones(2, 3, 3, device=device))
+    with pytest.raises(RuntimeError, match="Expected input and tau to have the same dtype, but input has "
+                                           "dtypeFloat and tau has dtype Double"):
+        torch.ormqr(e, torch.ones(3, dtype=torch.float64, device=device), e)
+    # the valid shapes PyTorch takes: a wide input (tau of its row count), the right-hand form
+    assert torch.ormqr(torch.ones(3, 4, device=device), torch.ones(3, device=device),
+                       torch.ones(3, 5, device=device)).shape == (3, 5)
+    assert torch.ormqr(e, torch.ones(3, device=device), torch.ones(2, 3, device=device), left=False).shape == (2, 3)
+
+
+def test_std_mean_var_mean_take_the_legacy_unbiased_overload(device):
+    """PyTorch: ``torch.std_mean(input, unbiased)`` / ``var_mean(input, unbiased)`` (a bool second argument) reduce
+    over all elements, as ``torch.std(input, unbiased)``.  coretorch before: took the bool as ``dim`` for the mean:
+    TypeError "an integer is required" (IndexError for a 0-d input)."""
+    a = np.arange(6.0).reshape(2, 3)
+    x = _t(a, device, dtype=torch.float32)
+    s, m = torch.std_mean(x, True)
+    assert s.shape == () and m.shape == ()
+    assert s.item() == pytest.approx(a.std(ddof=1), rel=1e-6) and m.item() == pytest.approx(2.5)
+    v, m = torch.var_mean(x, False)
+    assert v.item() == pytest.approx(a.var(), rel=1e-6) and m.item() == pytest.approx(2.5)
+    with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
+        s, m = torch.std_mean(torch.tensor(1.0, device=device), True)
+    assert np.isnan(s.item()) and m.item() == 1.0
+
+
 # ---- crashes and error types -----------------------------------------------------------------------------------
 def test_svd_of_a_vector_raises_runtime_error(device):
     """PyTorch: ``torch.svd`` of a 0-d or 1-d tensor raises RuntimeError "linalg.svd: input should have at least 2
@@ -223,3 +264,55 @@ def test_sym_helpers_on_plain_numbers():
     assert torch.sym_sum([1, 2, 3]) == 6 and torch.sym_sum([]) == 0
     with pytest.raises(AssertionError):
         torch.sym_max(torch.tensor(2), 3)
+
+
+def test_norm_except_dim(device):
+    """PyTorch 2.13 has ``torch.norm_except_dim(v, pow=2, dim=0)`` (weight norm's ``||v||``): the norm over every
+    dimension but ``dim``, kept as size-1 dimensions (``dim=-1``: the whole norm, 0-d; a 1-D ``v``: ``|v|``);
+    an integer ``v`` raises its norm() error.  (Values as PyTorch 2.13 gives them.)  coretorch before: no such
+    name (AttributeError)."""
+    m = torch.arange(6.0, device=device).reshape(2, 3)
+    a = np.arange(6.0).reshape(2, 3)
+    got = torch.norm_except_dim(m, 2, 1)
+    assert got.shape == (1, 3)
+    np.testing.assert_allclose(got.cpu().numpy(), np.sqrt((a ** 2).sum(0, keepdims=True)), rtol=1e-6)
+    got = torch.norm_except_dim(m, 3, -2)
+    np.testing.assert_allclose(got.cpu().numpy(), ((a ** 3).sum(1, keepdims=True)) ** (1 / 3), rtol=1e-6)
+    assert torch.norm_except_dim(m).shape == (2, 1)
+    assert torch.norm_except_dim(m, 2, -1).item() == pytest.approx(np.sqrt(55.0), rel=1e-6)
+    v = _t([3.0, -4.0, 0.0], device)
+    assert torch.norm_except_dim(v, 2, 0).cpu().tolist() == [3.0, 4.0, 0.0]
+    assert torch.norm_except_dim(v, 0, 0).cpu().tolist() == [1.0, 1.0, 0.0]
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torch.norm_except_dim(m, 2, 5)
+    with pytest.raises(RuntimeError, match="input dtype should be either floating point or complex"):
+        torch.norm_except_dim(m.long(), 2, 0)
+    w = m.clone().requires_grad_()
+    torch.norm_except_dim(w, 2, 0).sum().backward()
+    np.testing.assert_allclose(w.grad.cpu().numpy(), a / np.sqrt((a ** 2).sum(1, keepdims=True)), rtol=1e-6)
+
+
+def test_is_distributed_function(device):
+    """PyTorch: ``torch.is_distributed(t)`` is False for a plain tensor (as ``t.is_distributed()``).  coretorch
+    before: only the method; ``torch.is_distributed`` raised AttributeError."""
+    t = torch.ones(2, device=device)
+    assert torch.is_distributed(t) is False and t.is_distributed() is False
+
+
+def test_inplace_methods_take_pytorch_keywords(device):
+    """PyTorch: ``lerp_(end, weight)``, ``masked_fill_(mask, value)``, ``swapaxes_(axis0, axis1)``,
+    ``swapdims_(dim0, dim1)`` and ``torch.unsafe_split(input, split_size, dim)``.  coretorch before: ``other`` for
+    the first two, transpose's ``dim0/dim1`` for swapaxes_, ``tensor`` for unsafe_split: those keywords raised
+    TypeError."""
+    x = torch.arange(6.0, device=device).reshape(2, 3)
+    got = x.clone().lerp_(end=x + 2, weight=0.5)
+    np.testing.assert_allclose(got.cpu().numpy(), np.arange(6.0).reshape(2, 3) + 1)
+    got = x.clone().masked_fill_(mask=x > 1, value=-1.0)
+    assert got.cpu().tolist() == [[0.0, 1.0, -1.0], [-1.0, -1.0, -1.0]]
+    y = x.clone()
+    assert y.swapaxes_(axis0=0, axis1=1) is y and y.shape == (3, 2)
+    assert y.swapdims_(dim0=0, dim1=1).shape == (2, 3)
+    assert [p.shape for p in torch.unsafe_split(input=x, split_size=1, dim=-1)] == [(2, 1)] * 3
+    assert [p.shape for p in torch.unsafe_split_with_sizes(input=x, split_sizes=[1, 2], dim=1)] == [(2, 1), (2, 2)]
+    with pytest.raises(TypeError, match="must be torch.dtype"):
+        torch.view_copy(x, dtype=1)

@@ -47,6 +47,8 @@ def view_copy(input: Tensor, size=None, *, dtype=None) -> Tensor:
         raise TypeError("view_copy() received an invalid combination of arguments: expected (Tensor input, tuple of "
                         "ints size) or (Tensor input, torch.dtype dtype)")
     if dtype is not None:
+        if not isinstance(dtype, _dt.dtype):
+            raise TypeError(f"view_copy(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
         size = dtype
     if isinstance(size, _dt.dtype):
         return input.view(size).clone()

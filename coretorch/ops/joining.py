@@ -715,7 +715,8 @@ METHODS: dict = {  # Tensor.<name> -> function(self, ...), bound by coretorch._t
     "storage_offset": storage_offset,
     "squeeze_": _meta_inplace("squeeze_", _squeeze), "unsqueeze_": _meta_inplace("unsqueeze_", _sh.unsqueeze),
     "t_": _meta_inplace("t_", _sh.t), "transpose_": _meta_inplace("transpose_", _sh.transpose),
-    "swapaxes_": _meta_inplace("swapaxes_", _sh.transpose), "swapdims_": _meta_inplace("swapdims_", _sh.transpose),
+    # (swapaxes/swapdims, not transpose: PyTorch's keywords are axis0/axis1 and dim0/dim1)
+    "swapaxes_": _meta_inplace("swapaxes_", _sh.swapaxes), "swapdims_": _meta_inplace("swapdims_", _sh.swapdims),
     "as_strided_": _meta_inplace("as_strided_", as_strided), "resize_": resize_, "apply_": apply_, "map_": map_,
     "new_zeros": _new(_cr.zeros), "new_ones": _new(_cr.ones), "new_empty": _new(_cr.empty), "new_full": new_full,
     "new_tensor": new_tensor, "view_as": _view_as, "type_as": _type_as,
