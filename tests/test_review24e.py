@@ -316,3 +316,63 @@ def test_inplace_methods_take_pytorch_keywords(device):
     assert [p.shape for p in torch.unsafe_split_with_sizes(input=x, split_sizes=[1, 2], dim=1)] == [(2, 1), (2, 2)]
     with pytest.raises(TypeError, match="must be torch.dtype"):
         torch.view_copy(x, dtype=1)
+
+
+def test_out_on_the_ops_pytorch_gives_it(device):
+    """PyTorch takes ``out=`` on sgn, conj_physical, hardshrink, ger, index_copy, slice_scatter, nuclear_norm and the
+    ``*_copy`` view ops (their .out overloads; the same-dtype unary ones refuse another dtype with "Found dtype Long
+    but expected Float", the copies want the exact dtype).  coretorch before: TypeError "unexpected keyword argument
+    'out'" on each."""
+    x = _t([[1.0, -2.0, 3.0], [-4.0, 5.0, -6.0]], device, dtype=torch.float32)
+    a = x.cpu().numpy()
+
+    def into(fn, *args, **kw):
+        o = torch.empty(0, device=device)
+        r = fn(*args, out=o, **kw)
+        assert r is o
+        return o.cpu().numpy()
+    np.testing.assert_array_equal(into(torch.sgn, x), np.sign(a))
+    np.testing.assert_array_equal(into(torch.conj_physical, x), a)
+    np.testing.assert_array_equal(into(torch.hardshrink, x, 2.5), np.where(np.abs(a) > 2.5, a, 0.0))
+    np.testing.assert_array_equal(into(torch.ger, x[0], x[1]), np.outer(a[0], a[1]))
+    np.testing.assert_array_equal(into(torch.t_copy, x), a.T)
+    np.testing.assert_array_equal(into(torch.squeeze_copy, x[:1]), a[0])
+    assert into(torch.unsqueeze_copy, x, 0).shape == (1, 2, 3)
+    np.testing.assert_array_equal(into(torch.diagonal_copy, x), np.diagonal(a))
+    np.testing.assert_array_equal(into(torch.alias_copy, x), a)
+    np.testing.assert_array_equal(into(torch.detach_copy, x), a)
+    assert into(torch.unfold_copy, x, 1, 2, 1).shape == (2, 2, 2)
+    want = a.copy()
+    want[0] = 9.0
+    np.testing.assert_array_equal(into(torch.index_copy, x, 0, torch.tensor([0], device=device),
+                                       torch.full((1, 3), 9.0, device=device)), want)
+    np.testing.assert_array_equal(into(torch.slice_scatter, x, torch.zeros(1, 3, device=device), 0, 0, 1),
+                                  np.vstack([np.zeros(3), a[1]]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # (nuclear_norm's deprecation)
+        got = into(torch.nuclear_norm, x)
+        assert got.shape == () and got == pytest.approx(np.linalg.norm(a, "nuc"), rel=1e-5)
+        with pytest.raises(RuntimeError, match="dims must be different"):
+            torch.nuclear_norm(x, 0, True)  # (an int dim is PyTorch's pair (0, 0))
+        with pytest.raises(RuntimeError, match="dtype"):
+            torch.nuclear_norm(x, out=torch.empty(0, dtype=torch.int64, device=device))
+    for fn in (torch.sgn, torch.conj_physical, torch.hardshrink):
+        with pytest.raises(RuntimeError, match="Found dtype Long but expected Float"):
+            fn(x, out=torch.empty(0, dtype=torch.int64, device=device))
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
+        torch.t_copy(x, out=torch.empty(0, dtype=torch.int64, device=device))
+
+
+def test_isposinf_isneginf_signbit_take_a_bool_out_only(device):
+    """PyTorch: ``torch.isposinf/isneginf/signbit(x, out=o)`` raise RuntimeError "isposinf does not support
+    non-boolean outputs." for a non-bool ``o``.  coretorch before: wrote 0.0/1.0 into a float out."""
+    x = _t([float("inf"), -float("inf"), -0.0, 1.0], device, dtype=torch.float32)
+    for fn, want in ((torch.isposinf, [True, False, False, False]), (torch.isneginf, [False, True, False, False]),
+                     (torch.signbit, [False, True, True, False])):
+        name = fn.__name__
+        with pytest.raises(RuntimeError, match=f"{name} does not support non-boolean outputs."):
+            fn(x, out=torch.empty(0, device=device))
+        with pytest.raises(RuntimeError, match="does not support non-boolean outputs"):
+            fn(x, out=torch.empty(0, dtype=torch.uint8, device=device))
+        o = torch.empty(0, dtype=torch.bool, device=device)
+        assert fn(x, out=o) is o and o.cpu().tolist() == want
