@@ -98,6 +98,37 @@ def test_std_mean_var_mean_take_the_legacy_unbiased_overload(device):
     assert np.isnan(s.item()) and m.item() == 1.0
 
 
+def test_hinge_embedding_loss_keeps_an_integer_dtype(device):
+    """PyTorch: ``F.hinge_embedding_loss`` of an int64 input is int64 (its kernel works in the input's dtype, the
+    margin truncated: margin=2.5 acts as 2, -0.5 as 0); the mean of it raises "mean(): could not infer output dtype"
+    (values as PyTorch 2.13 gives them).  coretorch before: a float32 loss (and a float mean)."""
+    xi = _t([[1, -2, 3], [0, 5, -6]], device)
+    yi = _t([[1, -1, 1], [-1, 1, -1]], device)
+    got = F.hinge_embedding_loss(xi, yi, margin=2.5, reduction="none")
+    assert got.dtype == torch.int64 and got.cpu().tolist() == [[1, 4, 3], [2, 5, 8]]
+    got = F.hinge_embedding_loss(xi, yi, margin=-0.5, reduction="none")
+    assert got.cpu().tolist() == [[1, 2, 3], [0, 5, 6]]
+    got = F.hinge_embedding_loss(xi, yi, reduction="sum")
+    assert got.dtype == torch.int64 and got.item() == 20
+    with pytest.raises(RuntimeError, match="could not infer output dtype"):
+        F.hinge_embedding_loss(xi, yi)
+    got = F.hinge_embedding_loss(xi.float(), yi, margin=2.5, reduction="none")
+    assert got.dtype == torch.float32 and got.cpu().tolist() == [[1.0, 4.5, 3.0], [2.5, 5.0, 8.5]]
+
+
+def test_soft_margin_loss_refuses_an_integer_input(device):
+    """PyTorch: ``F.soft_margin_loss`` of an integer input raises "result type Float can't be cast to the desired
+    output type Long" (a float input with an integer target is fine).  coretorch before: a float loss."""
+    xi = _t([[1, -2, 3]], device)
+    yi = _t([[1, -1, 1]], device)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        F.soft_margin_loss(xi, yi)
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
+        F.soft_margin_loss(xi, yi.float(), reduction="none")
+    got = F.soft_margin_loss(xi.float(), yi, reduction="none")
+    np.testing.assert_allclose(got.cpu().numpy(), np.log1p(np.exp([[-1.0, -2.0, -3.0]])), rtol=1e-5)
+
+
 # ---- crashes and error types -----------------------------------------------------------------------------------
 def test_svd_of_a_vector_raises_runtime_error(device):
     """PyTorch: ``torch.svd`` of a 0-d or 1-d tensor raises RuntimeError "linalg.svd: input should have at least 2
