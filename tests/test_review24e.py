@@ -129,6 +129,16 @@ def test_soft_margin_loss_refuses_an_integer_input(device):
     np.testing.assert_allclose(got.cpu().numpy(), np.log1p(np.exp([[-1.0, -2.0, -3.0]])), rtol=1e-5)
 
 
+def test_tensorinv_refuses_ind_beyond_the_dims(device):
+    """PyTorch: ``linalg.tensorinv(A, ind)`` with ``ind > A.ndim`` raises RuntimeError "ArrayRef: invalid slice,
+    N = 1; size = 0".  coretorch before: a 0-d A got a silent 1x1 "inverse" (``tensorinv(tensor(2.), 1)`` = 0.5)."""
+    with pytest.raises(RuntimeError, match="invalid slice, N = 1; size = 0"):
+        torch.linalg.tensorinv(torch.tensor(2.0, device=device), 1)
+    with pytest.raises(RuntimeError, match="invalid slice, N = 3; size = 2"):
+        torch.linalg.tensorinv(torch.eye(2, device=device), 3)
+    assert torch.linalg.tensorinv(torch.eye(2, device=device).reshape(2, 1, 2), 2).shape == (2, 2, 1)
+
+
 # ---- crashes and error types -----------------------------------------------------------------------------------
 def test_svd_of_a_vector_raises_runtime_error(device):
     """PyTorch: ``torch.svd`` of a 0-d or 1-d tensor raises RuntimeError "linalg.svd: input should have at least 2
