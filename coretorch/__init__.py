@@ -59,7 +59,8 @@ from .ops._binomial import binomial  # noqa: F401
 # the legacy API and the namespaces scripts touch on their first lines (torch.cuda, backends, compile, ...)
 from . import _tensor_legacy  # noqa: F401,E402  (binds Tensor.new, add_(Number, Tensor), volatile, cuda(), ...)
 from . import _tensor_names12  # noqa: F401,E402  (binds H, mH, sum_to_size, storage, dim_order, ...)
-from ._tensor_names12 import ger, triangular_solve  # noqa: F401,E402  (deprecated names PyTorch 2.13 keeps)
+from ._tensor_names12 import ger, is_distributed, triangular_solve  # noqa: F401,E402  (names PyTorch 2.13 keeps)
+from ._sym import *  # noqa: F401,F403,E402  (torch.sym_max & co. on plain numbers)
 from .storage import TypedStorage, UntypedStorage  # noqa: F401,E402
 from .ops._householder import geqrf, orgqr, ormqr  # noqa: F401,E402
 from .ops._lu import lu_deprecated as lu, lu_solve_deprecated as lu_solve, lu_unpack  # noqa: F401,E402
@@ -121,9 +122,10 @@ def set_default_dtype(d: dtype) -> None:
     _dtypes.default = d
 
 
-def result_type(tensor1, tensor2) -> dtype:
-    """The dtype that an arithmetic op on ``tensor1`` and ``tensor2`` (tensors or numbers) would return."""
-    return _dtypes.result_type((tensor1, tensor2), _dtypes.default)
+def result_type(tensor, other) -> dtype:  # noqa: F811  (PyTorch's keyword shadows torch.tensor here)
+    """The dtype that an arithmetic op on ``tensor`` and ``other`` (tensors or numbers) would return (PyTorch's
+    keywords: ``tensor=``, ``other=``)."""
+    return _dtypes.result_type((tensor, other), _dtypes.default)
 
 
 def is_tensor(obj) -> _builtins.bool:

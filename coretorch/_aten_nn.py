@@ -17,6 +17,7 @@ from .nn.functional._normalization import batch_norm_any_eps as _batch_norm_any_
 from .ops import pointwise as _P
 from .ops import reduction as _R
 from .ops import shape as _S
+from .ops._util import norm_dim
 from .ops.creation import empty, ones_like, rand_like
 from .tensor import Tensor
 
@@ -451,7 +452,23 @@ def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: T
     return _P.relu(_P.add(gi, gh))
 
 
+def norm_except_dim(v: Tensor, pow: _int = 2, dim: _int = 0) -> Tensor:
+    """``torch.norm_except_dim`` (weight norm's ``||v||``): the ``pow``-norm over every dimension but ``dim``, kept
+    as size-1 dimensions (``dim=-1``: the norm of all of ``v``, 0-d)."""
+    if dim == -1:
+        return _R.norm(v, pow)
+    if not (v.dtype.is_floating_point or v.dtype.is_complex):  # (PyTorch's norm() check, before the shape's)
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                           f"{v.dtype._tname[:-6]} instead.")
+    d = norm_dim(dim, v.ndim, "norm_except_dim")
+    rest = tuple(i for i in builtins.range(v.ndim) if i != d)
+    if not rest:  # (a 1-D v: the norm of each element alone, as PyTorch's view(n, -1).norm(pow, 1))
+        return _P.ne(v, 0).to(v.dtype) if pow == 0 else _P.abs(v)
+    return _R.norm(v, pow, dim=rest, keepdim=True)
+
+
 __all__ = ["inf", "nan", "e", "pi", "newaxis", *_INPLACE, *_METHOD_FORMS, "fill", "celu_", "selu_", "rrelu_",
+           "norm_except_dim",
            "threshold_",
            "dropout_", "alpha_dropout_", "feature_alpha_dropout_", "feature_dropout", "feature_dropout_",
            "alpha_dropout", "feature_alpha_dropout", "native_dropout", "conv1d", "conv2d", "conv3d",

@@ -119,10 +119,11 @@ def new(self: Tensor, *args, device=None, dtype=None) -> Tensor:
     raise TypeError(f"new() received an invalid combination of arguments: {tuple(type(a).__name__ for a in args)}")
 
 
-def resize_as_(self: Tensor, other: Tensor, memory_format=None) -> Tensor:
-    """``self.resize_(other.shape, memory_format=...)``: elements are kept in storage order (PyTorch's)."""
+def resize_as_(self: Tensor, the_template: Tensor, memory_format=None) -> Tensor:
+    """``self.resize_(the_template.shape, memory_format=...)``: elements are kept in storage order (PyTorch's;
+    ``the_template`` is its keyword name)."""
     from .ops.joining import resize_
-    return resize_(self, tuple(other.shape), memory_format=memory_format)
+    return resize_(self, tuple(the_template.shape), memory_format=memory_format)
 
 
 # ---- devices that do not exist here ------------------------------------------------------------------------------

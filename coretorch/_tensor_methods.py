@@ -314,10 +314,21 @@ Tensor.index_add_ = lambda self, dim, index, source, *, alpha=1: IP.apply_inplac
 
 for _name, _fn in {"pow_": P.pow,
                    "floor_divide_": P.floor_divide, "remainder_": P.remainder, "fmod_": P.fmod, "maximum_": P.maximum,
-                   "minimum_": P.minimum, "masked_fill_": P.masked_fill, "lerp_": P.lerp,
-                   "copysign_": None}.items():
+                   "minimum_": P.minimum, "copysign_": None}.items():
     if _fn is not None:
         setattr(Tensor, _name, _inplace_binary(_name, _fn))
+
+
+# (PyTorch's keyword names: masked_fill_(mask, value), lerp_(end, weight))
+def _masked_fill_(self, mask, value):
+    return IP.apply_inplace(self, "masked_fill_", lambda s: P.masked_fill(s, mask, value), mask)
+
+
+def _lerp_(self, end, weight):
+    return IP.apply_inplace(self, "lerp_", lambda s: P.lerp(s, end, weight), end)
+
+
+Tensor.masked_fill_, Tensor.lerp_ = _masked_fill_, _lerp_
 for _name, _fn in {"clamp_": P.clamp, "clip_": P.clamp, "exp_": P.exp, "log_": P.log, "sqrt_": P.sqrt,
                    "abs_": P.abs, "neg_": P.neg, "sigmoid_": P.sigmoid, "tanh_": P.tanh, "relu_": P.relu,
                    "reciprocal_": P.reciprocal, "floor_": P.floor, "ceil_": P.ceil, "round_": P.round,

@@ -55,6 +55,9 @@ def _mH(self: Tensor) -> Tensor:
 
 def adjoint(self: Tensor) -> Tensor:
     """The conjugate transpose of the last two dimensions, a view (``x.mH``; ``x.mT`` for real tensors)."""
+    if self.ndim == 0:  # PyTorch: deprecated on a 0-d tensor, which it returns (as a view), like mH
+        warnings.warn("adjoint() is deprecated on 0-D tensors. Consider using x.conj().", UserWarning, stacklevel=2)
+        return _S.transpose(self, 0, 0)
     if self.ndim < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
                            f"{self.ndim}-D tensor.")
@@ -311,7 +314,7 @@ def prelu(self: Tensor, weight: Tensor) -> Tensor:
     return F.prelu(self, weight)
 
 
-def triangular_solve(self: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
+def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
                      unitriangular: bool = False):
     """Deprecated: ``(solution, cloned_coefficient)`` with ``A X = self`` (``A^T X = self`` for ``transpose``)
     for a triangular ``A``; use ``torch.linalg.solve_triangular``."""
@@ -322,7 +325,7 @@ def triangular_solve(self: Tensor, A: Tensor, upper: bool = True, transpose: boo
                   "not return a copy of one of the inputs.\nX = torch.triangular_solve(B, A).solution\nshould be "
                   "replaced with\nX = torch.linalg.solve_triangular(A, B).", stacklevel=2)  # (TORCH_WARN_ONCE)
     M = _S.transpose(A, -2, -1) if transpose else A
-    x = solve_triangular(M, self, upper=upper != transpose, unitriangular=unitriangular)
+    x = solve_triangular(M, input, upper=upper != transpose, unitriangular=unitriangular)
     return _triangular_solve_result(x, _S.clone(A))
 
 

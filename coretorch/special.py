@@ -52,8 +52,10 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out=None) -> Tensor:
     return _out(_R.logsumexp(input, dim, keepdim), out, "logsumexp")
 
 
-def softmax(input: Tensor, dim: int, *, dtype=None) -> Tensor:
-    """``exp(input) / sum(exp(input), dim)`` along ``dim`` (see ``nn.functional.softmax``)."""
+def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """``exp(input) / sum(exp(input), dim)`` along ``dim`` (see ``nn.functional.softmax``).  ``dtype`` may be
+    positional, as in PyTorch's native binding (``special.log_softmax``, a Python function there, keeps it
+    keyword-only)."""
     return _F.softmax(input, dim, dtype=dtype)
 
 

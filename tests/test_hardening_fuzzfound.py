@@ -205,7 +205,7 @@ def test_copy_from_a_python_number_and_hypot_of_integers(device):
     assert type(y.grad_fn).__name__ == "CopyBackwards"
     y.sum().backward()
     assert leaf.grad.cpu().tolist() == [0.0, 0.0]  # the overwritten value gets a zero gradient
-    with pytest.raises(TypeError, match="argument 'src' must be Tensor"):
+    with pytest.raises(TypeError, match=r"argument 'other' \(position 1\) must be Tensor"):
         x.copy_("2")
     with pytest.raises(NotImplementedError, match="\"hypot_cpu\" not implemented for 'Long'"):
         torch.hypot(torch.tensor([3], device=device), torch.tensor([4], device=device))

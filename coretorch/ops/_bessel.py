@@ -47,6 +47,20 @@ def _no_half(name: str, dt) -> None:
         raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{dt._tname[:-6]}'")
 
 
+# the functions whose PyTorch schemas name the argument ``x`` (their keyword; the others' is ``input``)
+_X_NAMED = frozenset(("scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "airy_ai", "spherical_bessel_j0"))
+
+
+def _keyword_x(name: str, fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """``fn(input, *, out)`` under the keyword ``x`` where PyTorch's schema calls it so (``airy_ai(x=t)``)."""
+    if name not in _X_NAMED:
+        return fn
+
+    def xfn(x: Tensor, *, out=None) -> Tensor:
+        return fn(x, out=out)
+    return xfn
+
+
 def _unary(name: str) -> Callable[..., Tensor]:
     f = _make_unary(name, None, True, None)
 
@@ -55,6 +69,7 @@ def _unary(name: str) -> Callable[..., Tensor]:
             _no_half(name, input.dtype)
         r = f(input)
         return r if out is None else write_out(name, out, r, inputs=(input,))
+    fn = _keyword_x(name, fn)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = _DOCS[name] + " Not differentiable (as PyTorch); integer inputs promote to the default float."
     return fn
@@ -75,12 +90,14 @@ def _nodiff(name: str, f: Callable[[Tensor], Tensor], doc: str) -> Callable[...,
     """A non-differentiable function (as PyTorch's) composed of differentiable ops: computed without a graph."""
     def fn(input: Tensor, *, out=None) -> Tensor:
         if not isinstance(input, Tensor):
-            raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+            arg = "x" if name in _X_NAMED else "input"
+            raise TypeError(f"{name}(): argument '{arg}' must be Tensor, not {type(input).__name__}")
         _no_half(name, input.dtype)
         x = input if input.dtype.is_floating_point else input.to(_dt.default)
         with no_grad():
             r = f(x)
         return r if out is None else write_out(name, out, r, inputs=(input,))
+    fn = _keyword_x(name, fn)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc + " Not differentiable (as PyTorch); integer inputs promote to the default float."
     return fn

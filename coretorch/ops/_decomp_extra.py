@@ -199,6 +199,8 @@ def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
     """The inverse of A seen as a matrix from its first ``ind`` dims to the rest, reshaped to rest + first."""
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    if ind > A.ndim:  # (PyTorch's slice of the shape fails: Python's slice would give a 0-d A a 1x1 "inverse")
+        raise RuntimeError(f"ArrayRef: invalid slice, N = {ind}; size = {A.ndim}")
     out_shape, in_shape = tuple(A.shape[ind:]), tuple(A.shape[:ind])
     rows = math.prod(out_shape)
     if math.prod(in_shape) != rows:

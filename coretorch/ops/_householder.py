@@ -97,20 +97,48 @@ def householder_product(input: Tensor, tau: Tensor, *, out=None) -> Tensor:
     return Q
 
 
-def orgqr(input: Tensor, tau: Tensor, *, out=None) -> Tensor:
-    """:func:`coretorch.linalg.householder_product` (LAPACK's name)."""
-    return householder_product(input, tau, out=out)
+def orgqr(input: Tensor, input2: Tensor, *, out=None) -> Tensor:
+    """:func:`coretorch.linalg.householder_product` (LAPACK's name); ``input2`` is ``tau`` (PyTorch's keyword)."""
+    return householder_product(input, input2, out=out)
 
 
-def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpose: bool = False, *,
+def _check_ormqr_args(input: Tensor, tau: Tensor, other: Tensor, left: bool) -> None:
+    """PyTorch's ormqr checks of ``tau`` and ``other`` against ``input`` (in its order): without them a tau of
+    another shape was broadcast into a silent wrong-shaped product (a (3, 3) tau for a (3, 3) input gave (3, 3, 3))."""
+    op = "torch.ormqr"
+    if tau.ndim == 0 or tau.shape[-1] != min(other.shape[-2 if left else -1], input.shape[-1]):
+        raise RuntimeError(f"{op}: tau.shape[-1] must be equal to min(other.shape[-2], input.shape[-1])")
+    if input.ndim - tau.ndim != 1:
+        raise RuntimeError(f"{op}: Expected tau to have one dimension less than input, but got tau.ndim equal to "
+                           f"{tau.ndim} and input.ndim is equal to {input.ndim}")
+    if other.ndim != input.ndim:
+        raise RuntimeError(f"{op}: Expected other to have the same number of dimensions as input, but got other.ndim "
+                           f"equal to {other.ndim} and input.ndim is equal to {input.ndim}")
+    batch = tuple(input.shape[:-2])
+    if tuple(tau.shape[:-1]) != batch:
+        raise RuntimeError(f"{op}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
+                           f"{list(tau.shape[:-1])}")
+    if tuple(other.shape[:-2]) != batch:
+        raise RuntimeError(f"{op}: Expected batch dimensions of other to be equal to input.shape[:-2], but got "
+                           f"{list(other.shape[:-2])}")
+    for name, t in (("tau", tau), ("other", other)):
+        if t.dtype is not input.dtype:
+            raise RuntimeError(f"{op}: Expected input and {name} to have the same dtype, but input has dtype"
+                               f"{input.dtype._tname[:-6]} and {name} has dtype {t.dtype._tname[:-6]}")
+
+
+def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True, transpose: bool = False, *,
           out=None) -> Tensor:
-    """``other`` multiplied by the full ``Q`` (m x m) of ``geqrf``'s reflectors: ``Q @ other`` (``left``), or
-    ``other @ Q``; ``Q^T`` with ``transpose``."""
+    """``input3`` multiplied by the full ``Q`` (m x m) of ``geqrf``'s reflectors (``input``, ``input2`` the
+    ``tau``): ``Q @ input3`` (``left``), or ``input3 @ Q``; ``Q^T`` with ``transpose``.  (PyTorch's keyword
+    names: ``input2=``/``input3=``.)"""
+    tau, other = input2, input3
     if input.ndim < 2 or other.ndim < 2:
         raise RuntimeError("torch.ormqr: input and other must have at least 2 dimensions.")
     m = input.shape[-2]
     if (other.shape[-2] if left else other.shape[-1]) != m:
         raise RuntimeError(f"torch.ormqr: other.shape[{-2 if left else -1}] must be equal to input.shape[-2]")
+    _check_ormqr_args(input, tau, other, left)
     _check_float("ormqr", input)
     k = tau.shape[-1]
     V = _reflectors(input, k)

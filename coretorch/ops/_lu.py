@@ -176,8 +176,10 @@ def lu_deprecated(A: Tensor, pivot: bool = True, get_infos: bool = False):
     return (lu_, piv, info) if get_infos else (lu_, piv)
 
 
-def lu_solve_deprecated(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
-    """Deprecated ``torch.lu_solve(b, LU, pivots)``: use ``linalg.lu_solve(LU, pivots, b)``."""
+def lu_solve_deprecated(input: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
+    """Deprecated ``torch.lu_solve(b, LU, pivots)`` (keyword ``input=`` for b, as PyTorch's): use
+    ``linalg.lu_solve(LU, pivots, b)``."""
+    b = input
     warn_once("lu_solve", "torch.lu_solve is deprecated in favor of torch.linalg.lu_solve and will be removed in a "
                   "future PyTorch release.\nNote that torch.linalg.lu_solve has its arguments reversed.\nX = "
                   "torch.lu_solve(B, LU, pivots)\nshould be replaced with\nX = torch.linalg.lu_solve(LU, pivots, B)",

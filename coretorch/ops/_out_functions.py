@@ -16,12 +16,15 @@ __all__ = ["install"]
 # ops whose kernels check the out tensor's dtype exactly in PyTorch (indices, sorting, the where/cat family is
 # castable)
 _EXACT = frozenset(("argsort", "argmax", "argmin", "nonzero", "scatter_add", "index_add", "float_power", "amax", "amin",
-                    "norm", "where", "index_select", "gather", "masked_select", "take"))
+                    "norm", "where", "index_select", "gather", "masked_select", "take", "index_copy", "slice_scatter",
+                    "alias_copy", "detach_copy", "diagonal_copy", "squeeze_copy", "t_copy", "unfold_copy",
+                    "unsqueeze_copy"))
 # ops whose (values, indices) overload checks both dtypes exactly (the full reduction's single out is castable)
 _EXACT_TUPLE = frozenset(("max", "min"))
 # the unary ops PyTorch builds with one dtype for input and out (no cast: "Found dtype Double but expected Float")
 _SAME_DTYPE = frozenset(("neg", "negative", "sign", "round", "floor", "ceil", "trunc", "fix", "abs", "absolute",
-                         "bitwise_not", "clamp", "clip", "clamp_min", "clamp_max"))
+                         "bitwise_not", "clamp", "clip", "clamp_min", "clamp_max", "sgn", "conj_physical",
+                         "hardshrink"))
 
 NAMES = ("add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "maximum",
          "minimum", "pow", "remainder", "fmod", "exp", "log", "sqrt", "abs", "absolute", "neg", "negative",
@@ -33,7 +36,10 @@ NAMES = ("add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_div
          "expm1", "log1p", "erf", "square", "std", "var", "norm",
          "logsumexp", "index_select", "gather", "masked_select", "nonzero", "take", "argsort",
          "asin", "acos", "atan", "sinh", "cosh", "exp2", "log2", "log10", "median", "cummax", "cummin",
-         "nansum", "scatter_add", "index_add", "float_power")
+         "nansum", "scatter_add", "index_add", "float_power",
+         # (found by review 24e's sweep: PyTorch takes out= on these too)
+         "sgn", "conj_physical", "hardshrink", "ger", "index_copy", "slice_scatter", "alias_copy",
+         "detach_copy", "diagonal_copy", "squeeze_copy", "t_copy", "unfold_copy", "unsqueeze_copy")
 
 
 # ops whose PyTorch kernels do not check ``out`` against the inputs for memory overlap (reductions, index results)

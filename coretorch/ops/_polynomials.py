@@ -71,9 +71,9 @@ def _cheb(k, x, p, q):
 
 
 def _make(name: str, p1: Callable, step: Callable, shift: bool, doc: str):
-    def fn(input, n, *, out=None) -> Tensor:
+    def fn(x, n, *, out=None) -> Tensor:  # (``x``: PyTorch's keyword for these, not ``input``)
         with no_grad():
-            return _recurrence(name, input, n, p1, step, shift, out)
+            return _recurrence(name, x, n, p1, step, shift, out)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return fn

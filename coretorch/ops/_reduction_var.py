@@ -194,11 +194,15 @@ def _welford_mean(input: Tensor, dim, keepdim: bool, m: Tensor) -> Tensor:
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """``(var, mean)`` of ``input`` in one pass (arguments as :func:`var`); the mean of non-finite slices as
     PyTorch's Welford pass gives it (see ``_welford_mean``)."""
+    if isinstance(dim, bool):  # the legacy var_mean(input, unbiased) overload: over all elements (not dim 1)
+        unbiased, dim = dim, None
     return (_var(input, dim, unbiased, keepdim, correction, "var_mean"),
             _welford_mean(input, dim, keepdim, mean(input, dim, keepdim)))
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """``(std, mean)`` of ``input`` in one pass (arguments as :func:`std`; the mean as :func:`var_mean`'s)."""
+    if isinstance(dim, bool):  # the legacy std_mean(input, unbiased) overload: over all elements (not dim 1)
+        unbiased, dim = dim, None
     return (_std(input, dim, unbiased, keepdim, correction, "std_mean"),
             _welford_mean(input, dim, keepdim, mean(input, dim, keepdim)))

@@ -16,6 +16,14 @@ def _out(r: Tensor, out, op: str, *inputs) -> Tensor:
     return write_out(op, out, r, inputs=inputs)
 
 
+def _bool_out(r: Tensor, out, op: str, *inputs) -> Tensor:
+    """``_out`` for the bool tests whose PyTorch kernels take a bool ``out`` only (isposinf, isneginf, signbit):
+    another dtype is refused instead of receiving 0/1."""
+    if out is not None and getattr(out, "dtype", None) is not _dt.bool_:
+        raise RuntimeError(f"{op} does not support non-boolean outputs.")
+    return write_out(op, out, r, inputs=inputs)
+
+
 def _named(r: Tensor, cls) -> Tensor:
     """``r`` (a composite's result) as the output of a pass-through node named as PyTorch's grad_fn for the op."""
     if not (r.requires_grad and _gs.enabled):

@@ -151,7 +151,7 @@ def _unsafe(pieces: tuple) -> tuple:
     return out
 
 
-def unsafe_split(tensor: Tensor, split_size: int, dim: int = 0) -> tuple:
+def unsafe_split(input: Tensor, split_size: int, dim: int = 0) -> tuple:
     """Works like :func:`split` (an int size), without autograd's restrictions on in-place modification of the
     pieces.
 
@@ -161,13 +161,13 @@ def unsafe_split(tensor: Tensor, split_size: int, dim: int = 0) -> tuple:
     if not isinstance(split_size, int) or isinstance(split_size, bool):
         raise TypeError(f"unsafe_split(): argument 'split_size' (position 2) must be int, not "
                         f"{type(split_size).__name__}")
-    return _unsafe(_split_pieces(tensor, split_size, dim))
+    return _unsafe(_split_pieces(input, split_size, dim))
 
 
-def unsafe_split_with_sizes(tensor: Tensor, split_sizes, dim: int = 0) -> tuple:
+def unsafe_split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
     """Works like :func:`split` with a list of sizes, without autograd's restrictions on in-place modification of
     the pieces (see :func:`unsafe_split`)."""
-    return _unsafe(_split_pieces(tensor, list(split_sizes), dim))
+    return _unsafe(_split_pieces(input, list(split_sizes), dim))
 
 
 def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:

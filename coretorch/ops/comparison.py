@@ -10,7 +10,7 @@ from . import creation as _creation, reduction as _R
 from .pointwise import abs as _abs, eq, isnan, le, logical_and, logical_not, logical_or, lt, mul, sub, where
 from ._out import write_out
 from ._util import bind_late
-from ._special_util import _check, _out
+from ._special_util import _bool_out, _check
 
 __all__: list[str] = ["isinf", "isfinite", "isposinf", "isneginf", "isreal", "isclose", "allclose", "equal", "isin",
                       "is_nonzero", "is_complex"]
@@ -36,14 +36,14 @@ def isposinf(input: Tensor, *, out=None) -> Tensor:
     """A bool tensor: True where the element is positive infinity."""
     _check("isposinf", input)
     r = eq(input.detach(), math.inf) if input.dtype.is_floating_point else _const(input, False)
-    return _out(r, out, "isposinf", input)
+    return _bool_out(r, out, "isposinf", input)
 
 
 def isneginf(input: Tensor, *, out=None) -> Tensor:
     """A bool tensor: True where the element is negative infinity."""
     _check("isneginf", input)
     r = eq(input.detach(), -math.inf) if input.dtype.is_floating_point else _const(input, False)
-    return _out(r, out, "isneginf", input)
+    return _bool_out(r, out, "isneginf", input)
 
 
 def isfinite(input: Tensor) -> Tensor:

@@ -40,8 +40,16 @@ def _copies(ts) -> tuple[Tensor, ...]:
     return tuple(t.clone() for t in ts)
 
 
-def view_copy(input: Tensor, size) -> Tensor:
-    """``input.view(size)`` as a new tensor."""
+def view_copy(input: Tensor, size=None, *, dtype=None) -> Tensor:
+    """``input.view(size)`` (or ``input.view(dtype)``: PyTorch's ``view_copy.dtype`` overload, keyword ``dtype=``)
+    as a new tensor."""
+    if (size is None) == (dtype is None):
+        raise TypeError("view_copy() received an invalid combination of arguments: expected (Tensor input, tuple of "
+                        "ints size) or (Tensor input, torch.dtype dtype)")
+    if dtype is not None:
+        if not isinstance(dtype, _dt.dtype):
+            raise TypeError(f"view_copy(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
+        size = dtype
     if isinstance(size, _dt.dtype):
         return input.view(size).clone()
     return input.view(*size if isinstance(size, (tuple, list)) else (size,)).clone()
@@ -248,16 +256,19 @@ def frobenius_norm(input: Tensor, dim, keepdim: bool = False) -> Tensor:
     return vector_norm(input, 2, tuple(dim) if not isinstance(dim, int) else dim, keepdim)
 
 
-def nuclear_norm(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+def nuclear_norm(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
     """Deprecated ATen op (PyTorch warns): ``linalg.matrix_norm(input, 'nuc', dim, keepdim)``; ``dim`` may be
-    omitted (the last two dims), and ``nuclear_norm(input, True)`` is keepdim, as ATen's two overloads."""
+    omitted (the last two dims), and ``nuclear_norm(input, True)`` is keepdim, as ATen's two overloads; an int
+    ``dim`` is the pair ``(dim, dim)`` (PyTorch's int[2] argument, refused as "dims must be different")."""
     warnings.warn("at::nuclear_norm is deprecated and it is just left for JIT compatibility. It will be removed in a "
                   "future PyTorch release. Please use `linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead",
                   UserWarning, stacklevel=2)
     if isinstance(dim, bool):
         dim, keepdim = None, dim
     from ..linalg import matrix_norm
-    return matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
+    from ._out import write_out
+    dims = (-2, -1) if dim is None else (dim, dim) if isinstance(dim, int) else tuple(dim)
+    return write_out("nuclear_norm", out, matrix_norm(input, "nuc", dims, keepdim), exact_dtype=True)
 
 
 METHODS.update({"split_with_sizes": split_with_sizes, "as_strided_scatter": as_strided_scatter})

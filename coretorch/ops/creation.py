@@ -407,7 +407,7 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 
 @_writes_out
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: bool = False, out=None,
-           layout=None) -> Tensor:
+           layout=None, pin_memory: bool = False) -> Tensor:
     """A 1-D tensor of the values ``start, start + step, ...`` up to but excluding ``end``.
 
     With one argument it is ``end`` (``arange(5)`` is ``0..4``). The dtype is int64 when every bound is an
@@ -468,7 +468,8 @@ def range_args(op: str, start, end, step) -> tuple:
 
 
 @_writes_out
-def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: bool = False, out=None) -> Tensor:
+def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: bool = False, out=None,
+             layout=None, pin_memory: bool = False) -> Tensor:
     """A 1-D tensor of ``steps`` values evenly spaced from ``start`` to ``end`` (both included).
 
     Example:
@@ -525,7 +526,7 @@ def _int_spaced(start, end, steps: int, dt) -> np.ndarray:
 
 @_writes_out
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None, requires_grad=False,
-             out=None, layout=None) -> Tensor:
+             out=None, layout=None, pin_memory: bool = False) -> Tensor:
     """A 1-D tensor of ``steps`` values ``base ** linspace(start, end, steps)``."""
     if steps < 0:
         raise RuntimeError("logspace(): number of steps must be non-negative")

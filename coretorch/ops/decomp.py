@@ -59,6 +59,9 @@ def qr(input: Tensor, some: bool = True):
 def svd(input: Tensor, some: bool = True, compute_uv: bool = True):
     """torch.svd (the old API): U, S, V (V, not Vh), reduced with some=True; without compute_uv, U and V are
     zero-filled (m, m) and (n, n) matrices."""
+    if input.ndim < 2:  # (before the shape is read: a 0-d or 1-d input gave an IndexError)
+        raise RuntimeError(f"linalg.svd: input should have at least 2 dimensions, but has {input.ndim} dimensions "
+                           "instead")
     m, n = input.shape[-2], input.shape[-1]
     if not compute_uv:
         from ._decomp_ops import svdvals

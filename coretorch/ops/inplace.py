@@ -495,10 +495,12 @@ def zero_(x: Tensor) -> Tensor:
     return _fill(x, 0, "ZeroBackward0")
 
 
-def copy_(x: Tensor, src, non_blocking: bool = False) -> Tensor:
+def copy_(x: Tensor, other, non_blocking: bool = False) -> Tensor:
+    # PyTorch's binding names the source ``other`` (its docs say ``src``, but ``copy_(src=t)`` is a TypeError there)
+    src = other
     if not isinstance(src, Tensor):
         if not isinstance(src, (bool, int, float)):
-            raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+            raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}")
         from .creation import tensor
         # a Python number is a 0-d tensor (PyTorch's scalar binding); a float goes to a float x unrounded (PyTorch
         # wraps it as a double: copy_(0.001) of a float64 tensor is 0.001, not float32's 0.0010000000474974513)

@@ -503,7 +503,13 @@ def tensor_split(input: Tensor, indices_or_sections=None, dim: int = 0, *, secti
     return tuple(_ix.narrow(input, d, s, n) for s, n in bounds)
 
 
-def _dir_split(op: str, input: Tensor, ios, dim: int, need: int):
+def _dir_split(op: str, input: Tensor, ios, dim: int, need: int, sections=None, indices=None):
+    # PyTorch's two overloads take the keywords ``sections=`` (an int) and ``indices=`` (a list)
+    given = [v for v in (ios, sections, indices) if v is not None]
+    if len(given) != 1:
+        raise TypeError(f"{op}() received an invalid combination of arguments: expected (Tensor input, int sections) "
+                        f"or (Tensor input, tuple of ints indices)")
+    ios = given[0]
     if input.ndim < need:
         raise RuntimeError(f"torch.{op} requires a tensor with at least {need} dimension"
                            f"{'s' if need > 1 else ''}, but got a tensor with {input.ndim} dimensions!")
@@ -515,19 +521,19 @@ def _dir_split(op: str, input: Tensor, ios, dim: int, need: int):
     return tensor_split(input, ios, dim)
 
 
-def hsplit(input: Tensor, indices_or_sections) -> tuple:
+def hsplit(input: Tensor, indices_or_sections=None, *, sections=None, indices=None) -> tuple:
     """tensor_split along dim 1 (dim 0 for a 1-D tensor); an int must divide the size."""
-    return _dir_split("hsplit", input, indices_or_sections, 0 if input.ndim == 1 else 1, 1)
+    return _dir_split("hsplit", input, indices_or_sections, 0 if input.ndim == 1 else 1, 1, sections, indices)
 
 
-def vsplit(input: Tensor, indices_or_sections) -> tuple:
+def vsplit(input: Tensor, indices_or_sections=None, *, sections=None, indices=None) -> tuple:
     """tensor_split along dim 0 of a tensor of at least 2 dims; an int must divide the size."""
-    return _dir_split("vsplit", input, indices_or_sections, 0, 2)
+    return _dir_split("vsplit", input, indices_or_sections, 0, 2, sections, indices)
 
 
-def dsplit(input: Tensor, indices_or_sections) -> tuple:
+def dsplit(input: Tensor, indices_or_sections=None, *, sections=None, indices=None) -> tuple:
     """tensor_split along dim 2 of a tensor of at least 3 dims; an int must divide the size."""
-    return _dir_split("dsplit", input, indices_or_sections, 2, 3)
+    return _dir_split("dsplit", input, indices_or_sections, 2, 3, sections, indices)
 
 
 def fliplr(input: Tensor) -> Tensor:
@@ -709,7 +715,8 @@ METHODS: dict = {  # Tensor.<name> -> function(self, ...), bound by coretorch._t
     "storage_offset": storage_offset,
     "squeeze_": _meta_inplace("squeeze_", _squeeze), "unsqueeze_": _meta_inplace("unsqueeze_", _sh.unsqueeze),
     "t_": _meta_inplace("t_", _sh.t), "transpose_": _meta_inplace("transpose_", _sh.transpose),
-    "swapaxes_": _meta_inplace("swapaxes_", _sh.transpose), "swapdims_": _meta_inplace("swapdims_", _sh.transpose),
+    # (swapaxes/swapdims, not transpose: PyTorch's keywords are axis0/axis1 and dim0/dim1)
+    "swapaxes_": _meta_inplace("swapaxes_", _sh.swapaxes), "swapdims_": _meta_inplace("swapdims_", _sh.swapdims),
     "as_strided_": _meta_inplace("as_strided_", as_strided), "resize_": resize_, "apply_": apply_, "map_": map_,
     "new_zeros": _new(_cr.zeros), "new_ones": _new(_cr.ones), "new_empty": _new(_cr.empty), "new_full": new_full,
     "new_tensor": new_tensor, "view_as": _view_as, "type_as": _type_as,

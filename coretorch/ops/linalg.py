@@ -430,6 +430,10 @@ def outer(input: Tensor, vec2: Tensor, *, out=None) -> Tensor:
     """The outer product of two 1-D tensors: ``out[i, j] = input[i] * vec2[j]``, shape ``(n, m)``."""
     from .pointwise import mul
     from .shape import unsqueeze
+    # PyTorch checks both are 1-D: broadcasting a 2-D input would give a silent 3-D "outer product"
+    for name, v in (("self", input), ("vec2", vec2)):
+        if v.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {v.ndim}-D")
     return write_out("outer", out, mul(unsqueeze(input, 1), unsqueeze(vec2, 0)), inputs=(input, vec2))
 
 from . import shape as _shape  # noqa: E402  (late: shape imports _util, which imports us back)

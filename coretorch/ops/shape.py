@@ -354,14 +354,14 @@ def expand_as(input: Tensor, other: Tensor) -> Tensor:
     return expand(input, other.shape)
 
 
-def broadcast_to(input: Tensor, shape) -> Tensor:
-    """A view of ``input`` expanded to ``shape`` by broadcasting (``-1`` keeps a size).
+def broadcast_to(input: Tensor, size) -> Tensor:
+    """A view of ``input`` expanded to ``size`` by broadcasting (``-1`` keeps a size).
 
     Args:
         input (Tensor): the tensor to broadcast.
-        shape (tuple of ints): the target shape.
+        size (tuple of ints): the target shape (PyTorch's keyword ``size=``).
     """
-    return expand(input, tuple(shape))
+    return expand(input, tuple(size))
 
 
 def broadcast_tensors(*tensors):

@@ -22,7 +22,7 @@ from . import creation as _creation, reduction as _R
 from ._util import edge, sum_to
 from .inplace import apply_inplace
 from ._ldexp import frexp, frexp_result, ldexp  # noqa: F401 - (public here: torch.frexp, torch.ldexp)
-from ._special_util import _check, _float, _named, _out, _passthrough, _sq, _x
+from ._special_util import _bool_out, _check, _float, _named, _out, _passthrough, _sq, _x
 from .pointwise import (_binary_node, _make_binary, _make_unary, _save_first, abs as _abs, add, clamp, cos, div, eq,
                         exp, float_power, ge, gt, isnan, le, log, logical_and, logical_not, logical_or, lt, mul, neg,
                         sign, sin, sqrt, sub, trunc, where)
@@ -214,7 +214,7 @@ def signbit(input: Tensor, *, out=None) -> Tensor:
         r = _make(input._be.signbit(input._data), _bool, input._be)
     else:
         r = lt(input.detach(), 0)
-    return _out(r, out, "signbit", input)
+    return _bool_out(r, out, "signbit", input)
 
 
 # ---------------------------------------------------------------------------------------------

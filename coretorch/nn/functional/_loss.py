@@ -296,6 +296,10 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("kl_div", input, target)
+    if not (input.dtype.is_floating_point or input.dtype.is_complex) or not (
+            target.dtype.is_floating_point or target.dtype.is_complex):
+        # PyTorch refuses integral (and bool) inputs instead of promoting them to a float loss
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if reduction == "mean":
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
@@ -357,6 +361,13 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     if isinstance(target, Tensor) and target._rg and _gs.enabled:  # PyTorch's kernel has no target gradient
         raise RuntimeError("The function 'soft_margin_loss' is not differentiable with respect to argument 'target'. "
                            "This input cannot have requires_grad True.")
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
+        # PyTorch's kernel writes the float loss into a tensor of the input's dtype: an integer (or bool) input
+        # is refused rather than promoted
+        if input.dtype is _dt.bool_:
+            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+                               "invert a mask, use the `~` or `logical_not()` operator instead.")
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {input.dtype._tname[:-6]}")
     if isinstance(input, Tensor) and isinstance(target, Tensor):
         shape = tuple(input.shape)
         if broadcast_shape(shape, tuple(target.shape), "soft_margin_loss") != shape:  # out has input's shape
@@ -706,10 +717,16 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("hinge_embedding_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    neg = _P.clamp(_P.rsub(input, margin), min=0.0)
+    # an integer input keeps its dtype in PyTorch (its kernel works in the input's dtype, the margin truncated to
+    # an integer): no promotion to float by the float constants
+    zero = 0 if isinstance(input, Tensor) and not (input.dtype.is_floating_point or input.dtype is _dt.bool_) \
+        else 0.0
+    if zero == 0 and isinstance(zero, int):
+        margin = int(margin)
+    neg = _P.clamp(_P.rsub(input, margin), min=zero)
     # PyTorch's formula: the margin term where target != 1, the input where target != -1 (a target outside +-1,
     # e.g. 0 from {0, 1} labels, takes both)
-    loss = _P.add(_P.where(_P.ne(target, -1), input, 0.0), _P.where(_P.ne(target, 1), neg, 0.0))
+    loss = _P.add(_P.where(_P.ne(target, -1), input, zero), _P.where(_P.ne(target, 1), neg, zero))
     return _reduce(loss, reduction)
 
 
