@@ -57,3 +57,30 @@ def test_half_convolution_rounds_once_bias_included(device, fn, nsp, kw, dt):
     for got, want in [(y, y64)] + [(a.grad, r.grad) for a, r in zip(args, ref)]:
         assert got.dtype == dt
         np.testing.assert_array_equal(got.detach().cpu().double().numpy(), want.detach().to(dt).double().numpy())
+
+
+_OVERLAP = "more than one element of the written-to tensor refers to a single memory location"
+
+
+def test_inplace_write_into_a_self_overlapping_as_strided_view_raises(device):
+    """PyTorch refuses an in-place op whose written-to tensor has a stride 0 over more than one element
+    (``x.as_strided((3, 6), (0, 1)).mul_(2)``: RuntimeError "unsupported operation: more than one element of the
+    written-to tensor refers to a single memory location"), as it does for an expanded tensor; fill_/zero_ and a write
+    into one row of it are allowed.  Before: the opencl backend raised, the cpu backend wrote each location three
+    times (mul_ doubled the row once, exp_/uniform_/copy_/clamp_ wrote it silently)."""
+    for op in (lambda v: v.mul_(2), lambda v: v.exp_(), lambda v: v.clamp_(max=3), lambda v: v.uniform_(),
+               lambda v: v.copy_(coretorch.ones(3, 6)), lambda v: v.__setitem__(Ellipsis, 5.0),
+               lambda v: v.add_(v[0])):
+        x = coretorch.arange(18.0, device=device).reshape(3, 6)
+        with pytest.raises(RuntimeError, match=_OVERLAP):
+            op(x.as_strided((3, 6), (0, 1)))
+        np.testing.assert_array_equal(x.cpu().numpy(), np.arange(18.0).reshape(3, 6))   # nothing written
+    x = coretorch.arange(18.0, device=device).reshape(3, 6)
+    x.as_strided((3, 6), (0, 1)).fill_(1)
+    x.as_strided((3, 6), (0, 1))[1].add_(1)          # one row of it: no overlap
+    x.as_strided((2, 2), (6, 1), 6).zero_()          # no stride 0: an ordinary view
+    want = np.arange(18.0).reshape(3, 6)
+    want[0] = 2
+    want[1:, :2] = 0
+    np.testing.assert_array_equal(x.cpu().numpy(), want)
+    assert x.as_strided((3, 6), (0, 1)).sum().item() == 36.0   # reading it is fine
