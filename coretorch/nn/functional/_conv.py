@@ -11,7 +11,7 @@ from ...ops import reduction as _R
 from ...ops import shape as _S
 from ...ops._util import device_mismatch
 from ...tensor import Tensor, _make
-from ._common import _check_tensor, _needs_graph, _no_grad, _ntuple, _record
+from ._common import _channels_last_like, _check_tensor, _needs_graph, _no_grad, _ntuple, _record
 from ._padding import _pad_constant
 
 
@@ -156,6 +156,9 @@ def _conv2d_weight_grad(x, gy, wshape, stride, padding, dilation, groups):
                     tuple(wshape), (stride, padding, dilation, groups))
 
 
+_CTYPE = {_dt.float32: "float", _dt.float64: "double", _dt.float16: "c10::Half", _dt.bfloat16: "c10::BFloat16"}
+
+
 def _check_conv(op, input, weight, bias, groups, nsp):
     _check_tensor(op, "input", input)
     _check_tensor(op, "weight", weight)
@@ -173,6 +176,10 @@ def _check_conv(op, input, weight, bias, groups, nsp):
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"\"{op}\" not implemented for '{input.dtype._tname[:-6]}'")
     transposed = op.startswith("conv_transpose")
+    if bias is not None and bias.dtype is not input.dtype and not transposed:
+        # (PyTorch's check, in its C++ type names; a transposed convolution casts the bias to the input's dtype)
+        raise RuntimeError(f"Input type ({_CTYPE.get(input.dtype, input.dtype)}) and bias type "
+                           f"({_CTYPE.get(bias.dtype, bias.dtype)}) should be the same")
     nb = weight.shape[1] * groups if transposed else weight.shape[0]
     if bias is not None and (bias.ndim != 1 or bias.shape[0] != nb):
         raise RuntimeError(f"Given {'transposed=1, ' if transposed else ''}weight of size {list(weight.shape)}, "
@@ -228,6 +235,8 @@ def _transpose_args(op: str, nsp: int, stride, padding, output_padding, dilation
 def _add_bias(out: Tensor, bias, nsp: int) -> Tensor:
     if bias is None:
         return out
+    if bias.dtype is not out.dtype:  # a transposed convolution's bias of another dtype: PyTorch casts it (a float64
+        bias = bias.to(out.dtype)    # bias made a float32 convolution's result float64)
     return _P.add(out, bias.reshape((bias.shape[0],) + (1,) * nsp))
 
 
@@ -296,7 +305,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) 
         >>> F.conv2d(torch.randn(1, 3, *([8] * 2)), torch.randn(4, 3, *([3] * 2)), padding=1).shape[1]
         4
     """
-    return _conv2d(input, weight, bias, stride, padding, dilation, groups)
+    return _channels_last_like(_conv2d(input, weight, bias, stride, padding, dilation, groups), input, weight)
 
 
 def _conv2d(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups: int) -> Tensor:
@@ -351,7 +360,8 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
     Arguments as :class:`coretorch.nn.ConvTranspose2d` (``output_padding`` adds to one side of the output).
     """
-    return _conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    out = _conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    return _channels_last_like(out, input, weight)
 
 
 def _conv_transpose2d(input: Tensor, weight: Tensor, bias, stride, padding, output_padding, groups: int,
