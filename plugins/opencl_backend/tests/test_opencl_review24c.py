@@ -197,3 +197,20 @@ def test_margin_losses_take_int64_targets_only(device, dt):
     with pytest.raises(RuntimeError, match=f"expected scalar type Long but found {name}"):
         F.multilabel_margin_loss(x, coretorch.tensor([[3, 0, -1, 1]] * 3, device=device).to(getattr(coretorch, dt)))
     assert F.multi_margin_loss(x, coretorch.tensor([3, 0, 1], device=device)).dtype == coretorch.float32
+
+
+def test_dtype_cast_of_an_expanded_tensor_is_laid_out_as_pytorch(device):
+    """PyTorch's ``.to(dtype)`` of an expanded tensor gives a fresh tensor whose zero-stride dims take no part in the
+    layout: ``arange(6).expand(3, 6).double()`` has strides (6, 1), an expanded transposed (3, 5, 4) one (20, 1, 5).
+    Before: the cpu backend (numpy's order 'K') made the expanded dim the fastest, (1, 3) and (1, 3, 15); the
+    opencl backend already agreed with PyTorch."""
+    x = coretorch.arange(6.0, device=device).expand(3, 6)
+    for dt in (coretorch.float64, coretorch.int32):
+        y = x.to(dt)
+        assert y.stride() == (6, 1) and y.tolist() == x.tolist()
+    a = coretorch.arange(20.0, device=device).reshape(4, 5).t().expand(3, 5, 4)
+    assert a.to(coretorch.float64).stride() == (20, 1, 5) and a.double().tolist() == a.tolist()
+    c = coretorch.arange(5.0, device=device)[:, None, None].expand(5, 3, 4).permute(1, 0, 2)
+    assert c.to(coretorch.float64).stride() == (20, 4, 1) and c.double().tolist() == c.tolist()
+    s = coretorch.arange(20.0, device=device).reshape(4, 5)[:, ::2]   # no zero stride: unchanged
+    assert s.double().stride() == (3, 1) and s.t().double().stride() == (1, 3)
