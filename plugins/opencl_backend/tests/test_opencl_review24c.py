@@ -214,3 +214,13 @@ def test_dtype_cast_of_an_expanded_tensor_is_laid_out_as_pytorch(device):
     assert c.to(coretorch.float64).stride() == (20, 4, 1) and c.double().tolist() == c.tolist()
     s = coretorch.arange(20.0, device=device).reshape(4, 5)[:, ::2]   # no zero stride: unchanged
     assert s.double().stride() == (3, 1) and s.t().double().stride() == (1, 3)
+
+
+def test_convolution_of_an_empty_batch_is_row_major(device):
+    """PyTorch's conv2d of an empty batch returns a row-major (0, O, OH, OW) tensor: strides (144, 9, 3, 1) for
+    (0, 16, 3, 3).  Before: the cpu backend returned the strides of a transposed view, (9, 9, 3, 1) (numpy calls any
+    empty array contiguous, so the copy meant to make it row-major was skipped); opencl already agreed."""
+    y = F.conv2d(coretorch.zeros(0, 8, 5, 5, device=device), coretorch.zeros(16, 8, 3, 3, device=device))
+    assert tuple(y.shape) == (0, 16, 3, 3) and y.stride() == (144, 9, 3, 1)
+    assert F.conv1d(coretorch.zeros(0, 8, 5, device=device), coretorch.zeros(16, 8, 3, device=device)).stride() == \
+        (48, 3, 1)
