@@ -33,11 +33,11 @@ def _channels_last_like(out: Tensor, *inputs) -> Tensor:
     """The 4-D result ``out`` laid out channels-last when one of the 4-D ``inputs`` (None allowed) suggests that
     layout, as PyTorch's CPU convolution, pooling and upsampling kernels write their result in the input's
     suggest_memory_format() (a convolution: the input's or the weight's); else ``out`` as it is (row-major)."""
-    if out.ndim == 4:
-        for t in inputs:
-            if t is not None and t.ndim == 4 and _memfmt.strides_like_channels_last(tuple(t.shape), t.stride()):
-                from ..._compat import channels_last  # (on use: _compat imports the ops)
-                return out.contiguous(memory_format=channels_last)
+    for t in inputs:  # (a row-major input, the common case, is never channels-last: one cached flag read)
+        if t is not None and not t.is_contiguous() and t.ndim == 4 and out.ndim == 4 and \
+                _memfmt.strides_like_channels_last(tuple(t.shape), t.stride()):
+            from ..._compat import channels_last  # (on use: _compat imports the ops)
+            return out.contiguous(memory_format=channels_last)
     return out
 
 
