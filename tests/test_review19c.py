@@ -552,13 +552,10 @@ def test_kl_div_of_a_negative_target_is_nan(device):
     np.testing.assert_allclose(gt.cpu().numpy(), np.log([0.5, 0.25]) + 1 - np.array([-1.0, -2.0]))
 
 
-@pytest.mark.xfail(strict=True, reason="conv, pooling, interpolate and pad compute into row-major results; keeping a "
-                   "channels_last input's memory format (PyTorch's suggest_memory_format) needs each op's kernels or "
-                   "an extra copy per op: a layout design change, values are equal")
 def test_channels_last_input_keeps_channels_last_through_conv_pool_interpolate_pad(device):
     """PyTorch returns channels_last results from conv2d, conv_transpose2d, max/avg/adaptive pooling, interpolate
     and pad of a channels_last input (batch_norm, group_norm and pointwise ops already keep it here); coretorch
-    returns row-major results (equal values, other strides)."""
+    returned row-major results (equal values, other strides) until review 24c laid them out channels-last."""
     x = torch.randn(2, 3, 6, 6, device=device).contiguous(memory_format=torch.channels_last)
     outs = [F.conv2d(x, torch.randn(4, 3, 3, 3, device=device), padding=1), F.max_pool2d(x, 2), F.avg_pool2d(x, 2),
             F.adaptive_avg_pool2d(x, 3), F.interpolate(x, scale_factor=2, mode="bilinear"), F.pad(x, (1, 1, 1, 1))]

@@ -14,7 +14,7 @@ from ...ops import creation as _C
 from ...ops import linalg as _L
 from ...ops import shape as _S
 from ...tensor import Tensor
-from ._common import _check_tensor
+from ._common import _channels_last_like, _check_tensor
 from ._window import AdaptiveMaxPool2DBackward0, AdaptiveMaxPool3DBackward0, adaptive_table, take_max, window_argmax
 
 __all__ = ["adaptive_max_pool1d", "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d",
@@ -68,8 +68,8 @@ def _adaptive_max(op: str, node_cls, input: Tensor, outs: tuple):
     idx = window_argmax(x, [adaptive_table(outs[i], sp[i]) for i in range(nsp)])
     out = take_max(node_cls, x, idx)
     if not batched:
-        out, idx = _S.squeeze(out, 0), _S.squeeze(idx, 0)
-    return out, idx
+        return _S.squeeze(out, 0), _S.squeeze(idx, 0)
+    return _channels_last_like(out, x), _channels_last_like(idx, x)  # (PyTorch's layout of a channels-last input)
 
 
 def adaptive_max_pool2d_with_indices(input: Tensor, output_size, return_indices: bool = False):

@@ -5,6 +5,7 @@ from ... import dtypes as _dt
 from ...autograd.grad_mode import no_grad
 from ...autograd.grad_mode import state as _gs
 from ...autograd.graph import Node
+from ...ops import _memfmt
 from ...ops._util import edge as _edge
 from ...tensor import Tensor, _make
 
@@ -26,6 +27,18 @@ def _needs_graph(*tensors) -> bool:
 def _record(node: Node, out, dt, table, *inputs) -> Tensor:
     node.next_functions = tuple([_edge(t) if t is not None else (None, 0) for t in inputs])
     return _make(out, dt, table, node)
+
+
+def _channels_last_like(out: Tensor, *inputs) -> Tensor:
+    """The 4-D result ``out`` laid out channels-last when one of the 4-D ``inputs`` (None allowed) suggests that
+    layout, as PyTorch's CPU convolution, pooling and upsampling kernels write their result in the input's
+    suggest_memory_format() (a convolution: the input's or the weight's); else ``out`` as it is (row-major)."""
+    for t in inputs:  # (a row-major input, the common case, is never channels-last: one cached flag read)
+        if t is not None and not t.is_contiguous() and t.ndim == 4 and out.ndim == 4 and \
+                _memfmt.strides_like_channels_last(tuple(t.shape), t.stride()):
+            from ..._compat import channels_last  # (on use: _compat imports the ops)
+            return out.contiguous(memory_format=channels_last)
+    return out
 
 
 def _check_tensor(op: str, name: str, t) -> None:

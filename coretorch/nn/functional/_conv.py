@@ -12,7 +12,7 @@ from ...ops import reduction as _R
 from ...ops import shape as _S
 from ...ops._util import device_mismatch
 from ...tensor import Tensor, _make
-from ._common import _check_tensor, _needs_graph, _no_grad, _ntuple, _record
+from ._common import _channels_last_like, _check_tensor, _needs_graph, _no_grad, _ntuple, _record
 from ._padding import _pad_constant
 
 
@@ -157,6 +157,9 @@ def _conv2d_weight_grad(x, gy, wshape, stride, padding, dilation, groups):
                     tuple(wshape), (stride, padding, dilation, groups))
 
 
+_CTYPE = {_dt.float32: "float", _dt.float64: "double", _dt.float16: "c10::Half", _dt.bfloat16: "c10::BFloat16"}
+
+
 def _check_conv(op, input, weight, bias, groups, nsp):
     _check_tensor(op, "input", input)
     _check_tensor(op, "weight", weight)
@@ -174,6 +177,10 @@ def _check_conv(op, input, weight, bias, groups, nsp):
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"\"{op}\" not implemented for '{input.dtype._tname[:-6]}'")
     transposed = op.startswith("conv_transpose")
+    if bias is not None and bias.dtype is not input.dtype and not transposed:
+        # (PyTorch's check, in its C++ type names; a transposed convolution casts the bias to the input's dtype)
+        raise RuntimeError(f"Input type ({_CTYPE.get(input.dtype, input.dtype)}) and bias type "
+                           f"({_CTYPE.get(bias.dtype, bias.dtype)}) should be the same")
     nb = weight.shape[1] * groups if transposed else weight.shape[0]
     if bias is not None and (bias.ndim != 1 or bias.shape[0] != nb):
         raise RuntimeError(f"Given {'transposed=1, ' if transposed else ''}weight of size {list(weight.shape)}, "
@@ -239,7 +246,19 @@ def _half_bias(op, input, weight, bias, **kwargs) -> Tensor | None:
 def _add_bias(out: Tensor, bias, nsp: int) -> Tensor:
     if bias is None:
         return out
+    if bias.dtype is not out.dtype:  # a transposed convolution's bias of another dtype: PyTorch casts it (a float64
+        bias = bias.to(out.dtype)    # bias made a float32 convolution's result float64)
     return _P.add(out, bias.reshape((bias.shape[0],) + (1,) * nsp))
+
+
+# A float16/bfloat16 convolution runs in float32 and rounds once, bias included, as PyTorch's kernels accumulate in
+# float (rounding the kernel's result and then adding the bias was 1 ulp off in bfloat16; so were the summed taps).
+REDUCED = (_dt.float16, _dt.bfloat16)
+
+
+def _f32(t):
+    """A float16/bfloat16 tensor as float32 (a differentiable cast), anything else (None included) as it is."""
+    return t.float() if t is not None and t.dtype in REDUCED else t
 
 
 def _same_padding(ks, dilation):
@@ -297,6 +316,11 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) 
         >>> F.conv2d(torch.randn(1, 3, *([8] * 2)), torch.randn(4, 3, *([3] * 2)), padding=1).shape[1]
         4
     """
+    return _channels_last_like(_conv2d(input, weight, bias, stride, padding, dilation, groups), input, weight)
+
+
+def _conv2d(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups: int) -> Tensor:
+    """conv2d below its autocast policy: conv1d and conv3d call it on inputs they have cast themselves."""
     _check_conv("conv2d", input, weight, bias, groups, 2)
     if (r := _half_bias(conv2d, input, weight, bias, stride=stride, padding=padding, dilation=dilation,
                         groups=groups)) is not None:
@@ -308,7 +332,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) 
     x, padding = _resolve_conv_padding(x, padding, stride, dilation, (kh, kw))
     _check_channels(input, weight, groups, 2, False)
     _check_kernel_fits(x.shape[2:], padding, dilation, (kh, kw))
-    out = _add_bias(_conv2d_raw(x, weight, stride, padding, dilation, groups), bias, 2)
+    out = _add_bias(_conv2d_raw(_f32(x), _f32(weight), stride, padding, dilation, groups), _f32(bias), 2)
+    out = out.to(input.dtype) if input.dtype in REDUCED else out
     return out if batched else _S.squeeze(out, 0)
 
 
@@ -341,8 +366,8 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         if p >= 0 and d > 0:
             _check_kernel_fits(x.shape[2:], (p,), (d,), weight.shape[2:])
         padding = (0, p)
-    out = conv2d(_S.unsqueeze(x, 2), _S.unsqueeze(weight, 2), None, (1, s), padding, (1, d), groups)
-    out = _add_bias(_S.squeeze(out, 2), bias, 1)
+    # (the bias added inside conv2d: a half convolution rounds once, bias included)
+    out = _S.squeeze(_conv2d(_S.unsqueeze(x, 2), _S.unsqueeze(weight, 2), bias, (1, s), padding, (1, d), groups), 2)
     return out if batched else _S.squeeze(out, 0)
 
 
@@ -352,6 +377,13 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
     Arguments as :class:`coretorch.nn.ConvTranspose2d` (``output_padding`` adds to one side of the output).
     """
+    out = _conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    return _channels_last_like(out, input, weight)
+
+
+def _conv_transpose2d(input: Tensor, weight: Tensor, bias, stride, padding, output_padding, groups: int,
+                      dilation) -> Tensor:
+    """conv_transpose2d below its autocast policy: conv_transpose1d/3d call it on inputs they have cast themselves."""
     _check_conv("conv_transpose2d", input, weight, bias, groups, 2)
     batched = input.ndim == 4
     x = input if batched else _S.unsqueeze(input, 0)
@@ -371,9 +403,9 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if oh <= 0 or ow <= 0:
         raise RuntimeError(f"Given input size per channel: ({h} x {w}). Calculated output size per channel: "
                            f"({oh} x {ow}). Output size is too small")
-    out = _conv2d_input_grad(x, weight, (n, cog * groups, oh, ow), stride, padding, dilation, groups)
-    if bias is not None:
-        out = _add_bias(out, bias, 2)
+    out = _conv2d_input_grad(_f32(x), _f32(weight), (n, cog * groups, oh, ow), stride, padding, dilation, groups)
+    out = _add_bias(out, _f32(bias), 2)
+    out = out.to(input.dtype) if input.dtype in REDUCED else out
     return out if batched else _S.squeeze(out, 0)
 
 
@@ -389,7 +421,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     _transpose_args("conv_transpose1d", 1, stride, padding, output_padding, dilation)
     _check_channels(input, weight, groups, 1, True)  # (worded for 1-d here: conv_transpose2d names 4-d shapes)
     one = lambda v: (1, _ntuple(v, 1)[0])  # noqa: E731
-    out = conv_transpose2d(_S.unsqueeze(x, 2), _S.unsqueeze(weight, 2), None, one(stride),
-                           (0, _ntuple(padding, 1)[0]), (0, _ntuple(output_padding, 1)[0]), groups, one(dilation))
-    out = _add_bias(_S.squeeze(out, 2), bias, 1)
+    out = _conv_transpose2d(_S.unsqueeze(x, 2), _S.unsqueeze(weight, 2), bias, one(stride),
+                            (0, _ntuple(padding, 1)[0]), (0, _ntuple(output_padding, 1)[0]), groups, one(dilation))
+    out = _S.squeeze(out, 2)  # (the bias added inside: a half convolution rounds once, bias included)
     return out if batched else _S.squeeze(out, 0)

@@ -7,11 +7,15 @@ from ...ops import creation as _C, pointwise as _P, shape as _S
 from ...tensor import Tensor
 from ...amp.autocast_mode import policy as _ac_policy
 from ._common import _ntuple
-from ._conv import (_add_bias, _check_channels, _check_conv, _check_kernel_fits, _resolve_conv_padding, _transpose_args,
-                    conv2d, conv_transpose2d)
+from ._conv import (REDUCED, _add_bias, _check_channels, _check_conv, _check_kernel_fits, _f32, _resolve_conv_padding,
+                    _conv2d, _conv_transpose2d, _transpose_args)
 from ._padding import _pad_constant
 
 __all__ = ["conv3d", "conv_transpose3d"]
+
+# The depth taps are summed here, outside conv2d's kernels: a float16/bfloat16 convolution sums them and adds the bias
+# in float32 and rounds once, as PyTorch's kernel accumulates in float (summing per-tap results in the half dtype
+# rounded kd times: a bfloat16 conv3d was several ulps off, its input gradient too).
 
 
 @_ac_policy("conv3d", 3)  # autocast: input, weight, bias cast by the op's dtype policy
@@ -31,18 +35,20 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     kd = ks[0]
     _check_kernel_fits((d, h, w), (0,) + tuple(padding[1:]), dilation, ks)  # (depth padding already applied)
     d_out = (d - dilation[0] * (kd - 1) - 1) // stride[0] + 1
+    x, weight = _f32(x), _f32(weight)
     out = None
     for i in range(kd):  # one conv2d per depth tap, over every output depth at once
         start = i * dilation[0]
         xs = x[:, :, start:start + stride[0] * (d_out - 1) + 1:stride[0]]          # (N, C, D_out, H, W)
         xs = _S.permute(xs, (0, 2, 1, 3, 4)).reshape(n * d_out, c, h, w)
-        y = conv2d(xs, weight[:, :, i], None, stride[1:], padding[1:], dilation[1:], groups)
+        y = _conv2d(xs, weight[:, :, i], None, stride[1:], padding[1:], dilation[1:], groups)
         out = y if out is None else _P.add(out, y)
     assert out is not None  # kd >= 1
     o, ho, wo = out.shape[1:]
     out = _S.permute(out.reshape(n, d_out, o, ho, wo), (0, 2, 1, 3, 4))
-    out = _S.contiguous(_add_bias(out, bias, 3))  # PyTorch's result is row-major (``.view(n, -1)`` works)
-    return out if batched else _S.squeeze(out, 0)
+    out = _add_bias(out, _f32(bias), 3)
+    out = _S.contiguous(out.to(input.dtype) if input.dtype in REDUCED else out)  # PyTorch's result is row-major
+    return out if batched else _S.squeeze(out, 0)                                    # (``.view(n, -1)`` works)
 
 
 def _check_output_padding(stride, output_padding, dilation) -> None:
@@ -77,9 +83,10 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         raise RuntimeError(f"Given input size per channel: ({d} x {h} x {w}). Calculated output size per channel: "
                            f"({outs[0]} x {outs[1]} x {outs[2]}). Output size is too small")
     o = cog * groups
+    x, weight = _f32(x), _f32(weight)
     xs = _S.permute(x, (0, 2, 1, 3, 4)).reshape(n * d, c, h, w)
-    y = conv_transpose2d(xs, weight.reshape(cin, cog * kd, kh, kw), None, stride[1:], padding[1:],
-                         output_padding[1:], groups, dilation[1:])           # (N*D, O*kd, Ho, Wo)
+    y = _conv_transpose2d(xs, weight.reshape(cin, cog * kd, kh, kw), None, stride[1:], padding[1:],
+                          output_padding[1:], groups, dilation[1:])           # (N*D, O*kd, Ho, Wo)
     ho, wo = y.shape[2:]
     y = y.reshape(n, d, o, kd, ho, wo)
     sd, dd, pd = stride[0], dilation[0], padding[0]
@@ -91,6 +98,6 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         for i in range(kd):
             key = (slice(None), slice(i * dd, i * dd + (d - 1) * sd + 1, sd))
             out[key] = _P.add(out[key], y[:, :, :, i])
-    out = _S.permute(out[:, pd:pd + outs[0]], (0, 2, 1, 3, 4))
-    out = _S.contiguous(_add_bias(out, bias, 3))  # PyTorch's result is row-major (``.view(n, -1)`` works)
+    out = _add_bias(_S.permute(out[:, pd:pd + outs[0]], (0, 2, 1, 3, 4)), _f32(bias), 3)
+    out = _S.contiguous(out.to(input.dtype) if input.dtype in REDUCED else out)  # PyTorch's result is row-major
     return out if batched else _S.squeeze(out, 0)

@@ -13,7 +13,7 @@ from ...ops import linalg as _L
 from ...ops import pointwise as _P
 from ...ops import shape as _S
 from ...tensor import Tensor
-from ._common import _check_tensor, _i64
+from ._common import _channels_last_like, _check_tensor, _i64
 from ._interp_index import linear_positions, nearest_indices
 from ._interpolate_u8 import check_integer, resample_uint8
 from ._adaptive import adaptive_avg_pool1d, adaptive_avg_pool3d
@@ -53,6 +53,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         coretorch.Size([1, 3, 16, 16])
     """
     _check_tensor("interpolate", "input", input)
+    out = _interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
+    return _channels_last_like(out, input)  # (a channels-last 4-D input: PyTorch's upsampling kernels keep it)
+
+
+def _interpolate(input: Tensor, size, scale_factor, mode: str, align_corners, recompute_scale_factor,
+                 antialias: bool) -> Tensor:
+    """interpolate's result, row-major."""
     nsp = input.ndim - 2
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
@@ -83,7 +90,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             out_sizes = (int(size),) * nsp
         if recompute_scale_factor:
             raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
-        scales = [None] * nsp
+        scales: list = [None] * nsp
     else:
         sf = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * max(nsp, 0)
         if isinstance(scale_factor, (tuple, list)) and len(sf) != nsp:

@@ -117,4 +117,4 @@ def resample_uint8(input: Tensor, out_sizes: tuple, scales: list, mode: str, ali
         acc = _L.matmul(_S.movedim(out, d, -1).to(_dt.float64), wt)
         acc = _P.floor(_P.div(_P.add(acc, float(1 << (p - 1))), float(1 << p)))
         out = _S.movedim(_P.clamp(acc, 0.0, 255.0).to(_dt.uint8), -1, d)
-    return out
+    return _S.contiguous(out)  # row-major, as PyTorch's (the width pass left the width dim moved: a transposed layout)

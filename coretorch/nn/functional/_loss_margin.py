@@ -70,6 +70,13 @@ def _as_2d(input: Tensor, target: Tensor):
     return input, target, False
 
 
+def _check_long_target(target: Tensor) -> None:
+    """PyTorch's margin-loss kernels take int64 class indices only (an int32 target was accepted, a uint8 or float
+    one named gather/scatter_add instead of the loss)."""
+    if target.dtype is not _dt.int64:
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype._tname[:-6]}")
+
+
 def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=None, size_average=None,
                       reduce=None, reduction: str = "mean") -> Tensor:
     """sum over j != y of max(0, margin - x[y] + x[j])^p / C per sample (``weight[y]`` scales it)."""
@@ -78,6 +85,7 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     reduction = _reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
+    _check_long_target(target)
     # PyTorch: a 0-d or 1-d input is one sample whose target is any one-element tensor of at most one dim (the
     # unreduced loss takes the target's shape)
     unbatched = input.ndim <= 1
@@ -106,6 +114,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if _ac.on:  # autocast: a float32 op
         (input,) = _ac_cast("multilabel_margin_loss", input)
     reduction = _reduction(size_average, reduce, reduction)
+    _check_long_target(target)
     x, y, unbatched = _as_2d(input, target)
     if tuple(y.shape) != tuple(x.shape):
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")

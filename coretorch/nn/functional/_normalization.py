@@ -115,6 +115,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 def batch_norm_any_eps(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
                        eps=1e-5):
     """batch_norm without F.batch_norm's check of ``eps`` (``torch.batch_norm``, PyTorch's ATen op, has none)."""
+    if momentum is None:  # (PyTorch's argument parser: the modules pass a float for momentum=None; before, eval mode
+        # ignored it and training mode raised a bare operand TypeError)
+        raise TypeError("batch_norm(): argument 'momentum' (position 7) must be float, not NoneType")
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
             return batch_norm_any_eps(input, running_mean, running_var, weight, bias, training, momentum, eps)
@@ -178,6 +181,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         with off:
             return instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
     _check_tensor("instance_norm", "input", input)
+    if momentum is None:  # (PyTorch's argument parser; before: an operand TypeError with running stats, else none)
+        raise TypeError("instance_norm(): argument 'momentum' (position 7) must be float, not NoneType")
     if use_input_stats and (input.ndim < 2 or math.prod(input.shape[2:]) == 1):  # (1-D: PyTorch's same error)
         raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                          f"coretorch.Size({list(input.shape)})")

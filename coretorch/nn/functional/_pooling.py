@@ -15,7 +15,7 @@ from ...ops import pointwise as _P
 from ...ops import shape as _S
 from ...ops._own import own
 from ...tensor import Tensor, _make
-from ._common import _check_tensor, _i64, _needs_graph, _ntuple, _record
+from ._common import _channels_last_like, _check_tensor, _i64, _needs_graph, _ntuple, _record
 from ._adaptive import _adaptive_avg
 from ._conv import _conv2d_raw
 from ._padding import _pad_constant
@@ -83,7 +83,13 @@ class MaxPool2DWithIndicesBackward0(Node):
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=True):
-    """2-D max pooling returning ``(output, indices)``."""
+    """2-D max pooling returning ``(output, indices)`` (channels-last for a channels-last input, as PyTorch)."""
+    out, idx = _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _channels_last_like(out, input), _channels_last_like(idx, input)
+
+
+def _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode):
+    """(output, indices) of 2-D max pooling, row-major (max_pool1d's: PyTorch's 1-d kernel keeps that layout)."""
     k, s, p, d, oh, ow = _pool_args("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode)
     batched = input.ndim == 4
     x = input if batched else _S.unsqueeze(input, 0)
@@ -145,7 +151,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     if not return_indices and isinstance(input, Tensor) and not (input.requires_grad and _gs.enabled):
         _check_max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode)
     one = lambda v: (1, _ntuple(v, 1)[0])  # noqa: E731
-    out, idx = max_pool2d_with_indices(_S.unsqueeze(input, -2), one(kernel_size),
+    out, idx = _max_pool2d(_S.unsqueeze(input, -2), one(kernel_size),
                                        None if stride is None else one(stride), (0, _ntuple(padding, 1)[0]),
                                        one(dilation), ceil_mode)
     out, idx = _S.squeeze(out, -2), _S.squeeze(idx, -2)
@@ -199,7 +205,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         else:
             div = _C.tensor([[a * b for b in dw] for a in dh], dtype=x.dtype, device=x.device)
             out = _P.div(sums, div)
-    return out if batched else _S.squeeze(out, 0)
+    # (channels-last for a channels-last input; avg_pool1d's unsqueezed input too, as PyTorch's)
+    return _channels_last_like(out, input) if batched else _S.squeeze(out, 0)
 
 
 def _avg_pool2d_int64(input, k, s, p, oh, ow, count_include_pad, divisor_override) -> Tensor:
@@ -248,8 +255,9 @@ def adaptive_avg_pool2d(input, output_size):
     if oh and ow and h % oh == 0 and w % ow == 0 and input.shape[-3]:
         return avg_pool2d(input, (h // oh, w // ow))
     # rectangular windows: the average is separable (averaging matrices along H, then W), half in float32 rounded
-    # once and no autocast inside (it lowered the products: bfloat16 where PyTorch's kernel keeps float32)
-    return _adaptive_avg(input, (oh, ow))
+    # once and no autocast inside (it lowered the products: bfloat16 where PyTorch's kernel keeps float32); a
+    # channels-last input gives a channels-last result
+    return _channels_last_like(_adaptive_avg(input, (oh, ow)), input)
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,

@@ -158,6 +158,19 @@ def _int_identity(uf):
     return k
 
 
+def _cast(x, dt):
+    """x as dtype ``dt`` in PyTorch's layout for a new result: numpy's order 'K' makes a stride-0 (expanded) dim the
+    fastest (an expanded (3, 6) row cast to float64 came out column-major), where PyTorch's TensorIterator lets a
+    zero stride decide nothing; the other dims keep their memory order."""
+    if 0 not in x.strides or x.ndim < 2:
+        return x.astype(dt)
+    from coretorch.ops._memfmt import inverse, order  # (on use: the core loads this plugin while importing)
+    o = order(x.shape, x.strides)
+    if o is None:
+        return x.astype(dt, order="C")
+    return x.transpose(o).astype(dt, order="C").transpose(inverse(o))
+
+
 def _assign(dst, src):
     try:
         dst[...] = src
@@ -505,7 +518,7 @@ class CPUBackend:
             "arange": lambda s, e, st, dt: np.arange(s, e, st, dtype=dt),
             "rand": self._rand, "randn": self._randn, "randint": self._randint, "manual_seed": self.manual_seed,
             "uniform_": self._uniform, "normal_": self._normal,
-            "cast": lambda x, dt: x.astype(dt), "contiguous": lambda x: np.array(x, copy=True, order="C"),
+            "cast": _cast, "contiguous": lambda x: np.array(x, copy=True, order="C"),
             "is_contiguous": lambda x: x.flags.c_contiguous,
             "strides": _strides,
             "view": _view, "permute": lambda x, dims: x.transpose(dims), "expand": _expand,

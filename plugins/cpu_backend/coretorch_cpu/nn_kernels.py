@@ -54,6 +54,8 @@ def conv2d(x, w, stride, padding, dilation, groups):
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     oh, ow = _out_hw(h, wd, kh, kw, stride, padding, dilation)
+    if n * o * oh * ow == 0:  # (numpy calls any empty array contiguous: the transposed view below kept its strides)
+        return np.zeros((n, o, oh, ow), x.dtype)
     if groups == 1 and oh * ow <= 256:
         # small maps: one (O, C*KH*KW) @ (C*KH*KW, N*OH*OW) GEMM, then back to NCHW (on large maps the per-sample
         # products are already large and the extra copies cost more than they save: measured on the ResNet step)

@@ -41,8 +41,11 @@ def _as_strided(x: np.ndarray, shape, strides, offset: int) -> np.ndarray:
         hi = first + isz * (1 + sum((s - 1) * t for s, t in zip(shape, strides) if t > 0))
         if lo < _ptr(root) or hi > _ptr(root) + root.nbytes:
             raise RuntimeError("as_strided: the view would reach outside the tensor's storage")
+    # a view whose stride 0 spans several elements is read-only, as numpy marks a broadcast: an in-place write into it
+    # then gets PyTorch's overlap error (see _writable) where numpy would write each location several times
+    ro = not x.flags.writeable or any(t == 0 and n > 1 for n, t in zip(shape, strides))
     face = {"shape": tuple(shape), "strides": tuple(s * isz for s in strides), "typestr": x.dtype.str,
-            "data": (_ptr(x) + offset * isz, not x.flags.writeable), "version": 3}
+            "data": (_ptr(x) + offset * isz, ro), "version": 3}
     out = np.asarray(_Interface(face, x))
     if out.dtype != x.dtype:  # typestr drops nothing for the dtypes in use; kept exact for bool
         out = out.view(x.dtype)
