@@ -17,6 +17,7 @@ from ...ops import indexing as _I
 from ...ops import pointwise as _P
 from ...ops import reduction as _R
 from ...ops import shape as _S
+from ...ops import special as _SP
 from ...ops._util import broadcast_shape, device_mismatch, host_all_below
 from ...tensor import Tensor, _make
 from ._activation import _floating_only, _softmax_impl, logsigmoid
@@ -94,6 +95,12 @@ def _weighted(loss, weight):
     return loss if weight is None else _P.mul(loss, weight)
 
 
+def _check_weight_size(input, weight) -> None:
+    """mse/l1/huber's ``weight`` has the input's own shape (PyTorch's check, before any broadcast)."""
+    if weight is not None and tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None) -> Tensor:
     """The functional form of :class:`coretorch.nn.MSELoss` (see it for the formula and shapes).
 
@@ -107,6 +114,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
         input, target = _ac_cast("mse_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    _check_weight_size(input, weight)
     input, target = _pointwise_target("mse_loss", *_loss_dtypes("mse_cpu", input, target))
     d = _P.sub(input, target)
     return _reduce(_weighted(_P.mul(d, d), weight), reduction)
@@ -125,6 +133,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
         input, target = _ac_cast("l1_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    _check_weight_size(input, weight)
     input, target = _pointwise_target("l1_loss", input, target)
     return _reduce(_weighted(_P.abs(_P.sub(input, target)), weight), reduction)
 
@@ -173,6 +182,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
         delta = float(delta)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _check_weight_size(input, weight)
     input, target = _pointwise_target("huber_loss", *_loss_dtypes("huber_cpu", input, target, bool_input=False))
     d = _P.sub(input, target)
     ad = _P.abs(d)
@@ -302,17 +312,17 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
                       UserWarning, stacklevel=2)
+    for t in (input, target):  # (PyTorch's checks)
+        if t.dtype.is_complex:
+            raise RuntimeError("kl_div: Complex inputs not supported.")
+        if not t.dtype.is_floating_point:
+            raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = _P.mul(_P.exp(target), _P.sub(target, input))
     else:
         # PyTorch's xlogy(t, t) - t * x: xlogy is 0 at t == 0 and NaN for a negative t (its log), while the
-        # input's gradient is -t everywhere
-        pos = _P.gt(target, 0)
-        safe = _P.where(pos, target, 1.0)
-        td = target.detach()  # (no gradient through the constant branch, in the target's dtype)
-        rest = _P.where(_P.eq(td, 0), 0.0, _P.mul(td, float("nan")))
-        tlogt = _P.where(pos, _P.mul(target, _P.log(safe)), rest)
-        loss = _P.sub(tlogt, _P.mul(target, input))
+        # input's gradient is -t everywhere; xlogy's own backward gives the target's gradient (NaN at t == 0: t / t)
+        loss = _P.sub(_SP.xlogy(target, target), _P.mul(target, input))
     if reduction == "batchmean":
         return _P.div(_R.sum(loss), input.shape[0]) if input.ndim else _R.sum(loss)
     return _reduce(loss, reduction)
