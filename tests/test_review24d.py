@@ -66,3 +66,91 @@ def test_weight_norm_refuses_a_dim_past_the_weight_s_dims(device, wn):
     w = m.weight.detach().cpu().numpy()
     g = m.parametrizations.weight.original0 if hasattr(m, "parametrizations") else m.weight_g
     np.testing.assert_allclose(g.detach().cpu().numpy(), np.linalg.norm(w, axis=1, keepdims=True), rtol=1e-5)
+
+
+# ---- hinge / multi-margin / multilabel-margin losses -----------------------------------------------------------------
+def test_hinge_embedding_loss_keeps_an_integer_input_s_dtype(device):
+    """PyTorch: hinge_embedding_loss computes ``margin - input`` in a tensor like the input, so an integer input
+    gives an integer loss with the margin truncated (margin=1.7 counts as 1; uint8 wraps), its sum promotes as
+    sum does (int64) and its mean raises ("mean(): could not infer output dtype"). Before: a float32 loss with the
+    exact margin."""
+    x = torch.tensor([0, 1, 2, -3], device=device)
+    y = torch.tensor([-1, -1, 1, -1], device=device)
+    out = F.hinge_embedding_loss(x, y, margin=1.7, reduction="none")
+    assert out.dtype == torch.int64
+    assert out.cpu().tolist() == [1, 0, 2, 4]
+    x32 = x.to(torch.int32)
+    assert F.hinge_embedding_loss(x32, y.float(), margin=2.5, reduction="none").dtype == torch.int32
+    s = F.hinge_embedding_loss(x.to(torch.uint8), y, margin=2.5, reduction="sum")
+    assert s.dtype == torch.int64 and s.item() == 10
+    with pytest.raises(RuntimeError, match="could not infer output dtype"):
+        F.hinge_embedding_loss(x32, y, margin=2.5)
+    xf = torch.tensor([0.0, 1.0, 2.0, -3.0], device=device)  # (floating: unchanged)
+    np.testing.assert_allclose(F.hinge_embedding_loss(xf, y, margin=1.7, reduction="none").cpu().numpy(),
+                               [1.7, 0.7, 2.0, 4.7], rtol=1e-6)
+
+
+def test_multilabel_margin_loss_input_and_target_checks(device):
+    """PyTorch: multilabel_margin_loss takes a 0-d input (one class), a non-empty vector or a matrix of non-empty
+    rows (else RuntimeError "Expected non-empty vector or matrix with optional 0-dim batch size"), a Long target
+    ("expected scalar type Long but found Int") whose entries lie in [-1, C) ("argument #2 'target' is out of
+    range"), and an unbatched input's target may be 0-d. Before: a 0-d input or 0-d target raised ValueError or
+    a size error, a 3-d input ValueError, an out-of-range -2 was silently treated as the list's end, an Int target
+    and an integer input were accepted, and an input with no classes gave NaN."""
+    x = torch.randn(2, 4, device=device)
+    y = torch.tensor([[3, 0, -1, 1], [1, 2, 3, -1]], device=device)
+    assert F.multilabel_margin_loss(torch.tensor(0.5, device=device), torch.tensor(0, device=device),
+                                    reduction="none").item() == 0
+    assert F.multilabel_margin_loss(torch.randn(1, device=device), torch.tensor(0, device=device)).item() == 0
+    for bad in (torch.zeros(2, 2, 4), torch.zeros(2, 0), torch.zeros(0)):
+        with pytest.raises(RuntimeError, match="Expected non-empty vector or matrix with optional 0-dim batch"):
+            F.multilabel_margin_loss(bad.to(device), torch.zeros(bad.shape, dtype=torch.int64, device=device))
+    with pytest.raises(RuntimeError, match="expected scalar type Long but found Int"):
+        F.multilabel_margin_loss(x, y.int())
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        F.multilabel_margin_loss(torch.ones(2, 4, dtype=torch.int64, device=device), y)
+    if torch.device(device).type == "cpu":  # (PyTorch's CPU kernel checks the range; its CUDA one does not)
+        for t in ([[-2, 0, -1, 1], [1, 2, 3, -1]], [[4, 0, -1, 1], [1, 2, 3, -1]]):
+            with pytest.raises(RuntimeError, match="argument #2 'target' is out of range"):
+                F.multilabel_margin_loss(x, torch.tensor(t, device=device))
+    # the mean over an empty batch is 0, as PyTorch's kernel (not 0 / 0)
+    e = F.multilabel_margin_loss(torch.zeros(0, 4, device=device), torch.zeros(0, 4, dtype=torch.int64,
+                                                                                 device=device))
+    assert e.item() == 0
+
+
+def test_multi_margin_loss_input_target_and_weight_checks(device):
+    """PyTorch: multi_margin_loss refuses an integer input (NotImplementedError), a 3-d or class-less input
+    ("Expected non-empty vector or matrix ..."), a non-Long target, a target of the wrong size ("target tensor
+    should be 1-D with size equal to the number of input samples"), a weight that is not 1-d (ValueError "weight
+    must be one-dimensional"), a weight of another dtype ("expected scalar type Float but found Double") or one
+    requiring grad (it is not differentiable in the weight), and an out-of-range target ("target out of range").
+    Before: each was accepted (an integer input or float64 weight gave a loss, an Int target worked, a weight
+    requiring grad got a gradient) or raised another message or type."""
+    x = torch.randn(3, 4, device=device)
+    y = torch.tensor([3, 0, 2], device=device)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        F.multi_margin_loss(torch.ones(3, 4, dtype=torch.int64, device=device), y)
+    with pytest.raises(RuntimeError, match="Expected non-empty vector or matrix"):
+        F.multi_margin_loss(torch.randn(2, 3, 4, device=device), torch.zeros(2, 3, dtype=torch.int64,
+                                                                               device=device))
+    with pytest.raises(RuntimeError, match="expected scalar type Long but found Int"):
+        F.multi_margin_loss(x, y.int())
+    with pytest.raises(RuntimeError, match=r"Expected target size \[3\], but got \[2\]\. Input has shape \[3, 4\]"):
+        F.multi_margin_loss(x, y[:2])
+    with pytest.raises(ValueError, match="weight must be one-dimensional"):
+        F.multi_margin_loss(x, y, weight=torch.ones(1, 4, device=device))
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+        F.multi_margin_loss(x, y, weight=torch.ones(4, dtype=torch.float64, device=device))
+    w = torch.ones(4, device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'weight'"):
+        F.multi_margin_loss(x, y, weight=w)
+    with torch.no_grad():  # (grad mode off: allowed)
+        F.multi_margin_loss(x, y, weight=w)
+    if torch.device(device).type == "cpu":
+        for t in ([4, 0, 1], [-1, 0, 1]):
+            with pytest.raises(RuntimeError, match="target out of range"):
+                F.multi_margin_loss(x, torch.tensor(t, device=device))
+    # unbatched: one sample, a 0-d or one-element target
+    v = F.multi_margin_loss(x[0], torch.tensor(3, device=device), reduction="none")
+    assert v.shape == () and abs(v.item() - F.multi_margin_loss(x[:1], y[:1]).item()) < 1e-6

@@ -716,10 +716,13 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("hinge_embedding_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    neg = _P.clamp(_P.rsub(input, margin), min=0.0)
+    if input.dtype.is_floating_point or input.dtype.is_complex:
+        neg = _P.clamp(_P.rsub(input, margin), min=0)
+    else:  # PyTorch's margin - input fills a tensor like the input: an integer input keeps its dtype, the margin
+        neg = _P.clamp(_P.sub(_C.full_like(input, margin), input), min=0)  # truncated (integer zeros below too)
     # PyTorch's formula: the margin term where target != 1, the input where target != -1 (a target outside +-1,
     # e.g. 0 from {0, 1} labels, takes both)
-    loss = _P.add(_P.where(_P.ne(target, -1), input, 0.0), _P.where(_P.ne(target, 1), neg, 0.0))
+    loss = _P.add(_P.where(_P.ne(target, -1), input, 0), _P.where(_P.ne(target, 1), neg, 0))
     return _reduce(loss, reduction)
 
 
