@@ -154,3 +154,53 @@ def test_multi_margin_loss_input_target_and_weight_checks(device):
     # unbatched: one sample, a 0-d or one-element target
     v = F.multi_margin_loss(x[0], torch.tensor(3, device=device), reduction="none")
     assert v.shape == () and abs(v.item() - F.multi_margin_loss(x[:1], y[:1]).item()) < 1e-6
+
+
+# ---- messages: Bilinear, EmbeddingBag, MultiheadAttention ---------------------------------------------------------
+def test_bilinear_dtype_and_batch_messages_are_pytorchs(device):
+    """PyTorch: F.bilinear checks the four dtypes first ("All tensors must have the same dtype, got input1: double,
+    input2: float, weight: float, bias: float") and names the batch dim that differs ("input batch dimensions do not
+    match at dim 0: got 2 and 3"). Before: matmul's "expected m1 and m2 to have the same dtype" and no dim."""
+    w, b = torch.randn(5, 3, 4, device=device), torch.randn(5, device=device)
+    with pytest.raises(RuntimeError, match="^All tensors must have the same dtype, got input1: double, input2: "
+                                           "float, weight: float, bias: float$"):
+        F.bilinear(torch.randn(2, 3, dtype=torch.float64, device=device), torch.randn(2, 4, device=device), w, b)
+    with pytest.raises(RuntimeError, match="^All tensors must have the same dtype, got input1: float, input2: "
+                                           "float, weight: double$"):
+        F.bilinear(torch.randn(2, 3, device=device), torch.randn(2, 4, device=device), w.double())
+    with pytest.raises(RuntimeError, match="input batch dimensions do not match at dim 0: got 2 and 3"):
+        F.bilinear(torch.randn(2, 3, device=device), torch.randn(3, 4, device=device), w, b)
+
+
+def test_embedding_bag_per_sample_weights_dtype_message(device):
+    """PyTorch: a per_sample_weights dtype other than the weight's raises "Expected tensor for argument #1 'weight'
+    to have the same type as tensor for argument #1 'per_sample_weights'; but type torch.FloatTensor does not equal
+    torch.DoubleTensor". Before: index_add's "self (Float) and source (Double) must have the same scalar type"."""
+    w = torch.randn(10, 3, device=device)
+    with pytest.raises(RuntimeError, match=r"'per_sample_weights'; but type torch\.FloatTensor does not equal "
+                                           r"torch\.DoubleTensor \(while checking arguments for embedding_bag\)"):
+        F.embedding_bag(torch.tensor([1, 2], device=device), w, torch.tensor([0], device=device), mode="sum",
+                        per_sample_weights=torch.ones(2, dtype=torch.float64, device=device))
+
+
+def test_multihead_attention_mask_shape_messages_are_pytorchs(device):
+    """PyTorch: a wrong attn_mask reports "The shape of the 2D attn_mask is torch.Size([3, 5]), but should be
+    (3, 4)." (3-D alike; coretorch's Size prints as coretorch.Size), a wrong key_padding_mask "Expected
+    key_padded_mask.shape[1] to be 4, but got 5" (AssertionError) and key/value shapes "key shape
+    torch.Size([4, 2, 8]) does not match value shape torch.Size([5, 2, 8])". Before: lists for the sizes and
+    "expecting key_padding_mask shape of (2, 4)"."""
+    m = nn.MultiheadAttention(8, 2).to(device)
+    q, k = torch.randn(3, 2, 8, device=device), torch.randn(4, 2, 8, device=device)
+    with pytest.raises(RuntimeError, match=r"^The shape of the 2D attn_mask is (core)?torch\.Size\(\[3, 5\]\), "
+                                           r"but should be \(3, 4\)\.$"):
+        m(q, k, k, attn_mask=torch.zeros(3, 5, device=device))
+    with pytest.raises(RuntimeError, match=r"^The shape of the 3D attn_mask is (core)?torch\.Size\(\[2, 3, 4\]\), "
+                                           r"but should be \(4, 3, 4\)\.$"):
+        m(q, k, k, attn_mask=torch.zeros(2, 3, 4, device=device))
+    with pytest.raises(AssertionError, match=r"^Expected key_padded_mask\.shape\[1\] to be 4, but got 5$"):
+        m(q, k, k, key_padding_mask=torch.zeros(2, 5, dtype=torch.bool, device=device))
+    with pytest.raises(AssertionError, match=r"^Expected key_padded_mask\.shape\[0\] to be 2, but got 3$"):
+        m(q, k, k, key_padding_mask=torch.zeros(3, 4, dtype=torch.bool, device=device))
+    with pytest.raises(AssertionError, match=r"^key shape (core)?torch\.Size\(\[4, 2, 8\]\) does not match value "
+                                             r"shape (core)?torch\.Size\(\[5, 2, 8\]\)$"):
+        m(q, k, torch.randn(5, 2, 8, device=device))
