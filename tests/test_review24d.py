@@ -3,6 +3,7 @@ and channel shuffles, Fold/Unfold, the distances, the margin / embedding / NLL l
 AdaptiveLogSoftmaxWithLoss, MultiheadAttention, the Transformer decoder and the weight parametrizations — each over
 its argument matrix, side by side with PyTorch 2.13 (whose behaviour is the spec)."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -204,3 +205,30 @@ def test_multihead_attention_mask_shape_messages_are_pytorchs(device):
     with pytest.raises(AssertionError, match=r"^key shape (core)?torch\.Size\(\[4, 2, 8\]\) does not match value "
                                              r"shape (core)?torch\.Size\(\[5, 2, 8\]\)$"):
         m(q, k, torch.randn(5, 2, 8, device=device))
+
+
+def test_kl_div_legacy_arguments_beside_batchmean(device):
+    """PyTorch: legacy ``size_average``/``reduce`` pick kl_div's reduction and silence the 'mean' warning, yet a
+    ``reduction='batchmean'`` passed beside them still divides that result by the batch size (its Python code
+    tests ``reduction == 'batchmean'`` after the legacy choice). Before: the batchmean division was dropped (the
+    plain mean came back) and the 'mean' warning was raised on top of the legacy one."""
+    lp = torch.tensor([[-1.0, -2.0], [-0.5, -1.0]], device=device)
+    tp = torch.tensor([[0.3, 0.7], [0.5, 0.5]], device=device)
+    total = F.kl_div(lp, tp, reduction="sum").item()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        out = F.kl_div(lp, tp, size_average=True, reduction="batchmean")
+        mean = F.kl_div(lp, tp, size_average=True)
+    assert abs(out.item() - total / 4 / 2) < 1e-6 and abs(mean.item() - total / 4) < 1e-6
+    assert not any("'batchmean' divides only by the batch size" in str(x.message) for x in w)
+    assert any("size_average and reduce args will be deprecated" in str(x.message) for x in w)
+
+
+def test_unbatched_multihead_attention_3d_mask_message(device):
+    """PyTorch: an unbatched query with a 3-D attn_mask of the wrong shape raises AssertionError "Expected
+    `attn_mask` shape to be (2, 3, 4) but got torch.Size([1, 3, 4])". Before: the shape printed as a tuple."""
+    m = nn.MultiheadAttention(8, 2).to(device)
+    q, k = torch.randn(3, 8, device=device), torch.randn(4, 8, device=device)
+    with pytest.raises(AssertionError, match=r"^Expected `attn_mask` shape to be \(2, 3, 4\) but got "
+                                             r"(core)?torch\.Size\(\[1, 3, 4\]\)$"):
+        m(q, k, k, attn_mask=torch.zeros(1, 3, 4, device=device))

@@ -306,8 +306,12 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("kl_div", input, target)
+    legacy = size_average is not None or reduce is not None
+    # PyTorch: legacy arguments pick the reduction (and silence the 'mean' warning), yet a 'batchmean' passed beside
+    # them still divides that reduction's result by the batch size
+    per_batch = legacy and reduction == "batchmean"
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    if reduction == "mean":
+    if reduction == "mean" and not legacy:
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
@@ -325,7 +329,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         loss = _P.sub(_SP.xlogy(target, target), _P.mul(target, input))
     if reduction == "batchmean":
         return _P.div(_R.sum(loss), input.shape[0]) if input.ndim else _R.sum(loss)
-    return _reduce(loss, reduction)
+    out = _reduce(loss, reduction)
+    return _P.div(out, input.shape[0]) if per_batch and input.ndim else out
 
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,

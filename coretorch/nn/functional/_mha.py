@@ -77,7 +77,7 @@ def _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads: int)
                                  f"found {attn_mask.ndim}-D tensor instead")
         if attn_mask.ndim == 3 and tuple(attn_mask.shape) != (num_heads, query.shape[0], key.shape[0]):
             raise AssertionError(f"Expected `attn_mask` shape to be {(num_heads, query.shape[0], key.shape[0])} "
-                                 f"but got {tuple(attn_mask.shape)}")
+                                 f"but got {attn_mask.shape}")
     return False
 
 
