@@ -232,3 +232,69 @@ def test_unbatched_multihead_attention_3d_mask_message(device):
     with pytest.raises(AssertionError, match=r"^Expected `attn_mask` shape to be \(2, 3, 4\) but got "
                                              r"(core)?torch\.Size\(\[1, 3, 4\]\)$"):
         m(q, k, k, attn_mask=torch.zeros(1, 3, 4, device=device))
+
+
+# ---- the fused attention paths' NaN rows ---------------------------------------------------------------------------
+def _init(m):
+    with torch.no_grad():
+        for i, (_, p) in enumerate(sorted(m.named_parameters())):
+            p.copy_(torch.tensor(np.random.RandomState(i).randn(*p.shape).astype("float32") * 0.3))
+    return m.eval()
+
+
+def test_self_attention_fast_path_leaves_nan_where_a_query_sees_no_key(device):
+    """PyTorch: an eval-mode, no-grad, batch-first self-attention call (query is key is value) with
+    need_weights=False runs its fused ``_native_multi_head_attention``, whose masked softmax of a boolean mask
+    leaves NaN rows where a query sees no key (fully padded sequence, fully masked row, or one head's row of a 3-D
+    mask); its unfused path (grad on, training, non-self attention, float masks) gives the output bias there.
+    Before: coretorch always gave the unfused path's bias rows."""
+    m = _init(nn.MultiheadAttention(8, 2, batch_first=True)).to(device)
+    x = torch.randn(2, 3, 8, device=device)
+    am = torch.tensor([[True, True, True], [False, True, False], [False, False, False]], device=device)
+    kpm = torch.tensor([[True, True, True], [False, False, False]], device=device)
+    bias = m.out_proj.bias.detach().cpu().numpy()
+    with torch.no_grad():
+        out = m(x, x, x, key_padding_mask=kpm, need_weights=False)[0].cpu().numpy()
+        assert np.isnan(out[0]).all() and not np.isnan(out[1]).any()
+        out = m(x, x, x, attn_mask=am, need_weights=False)[0].cpu().numpy()
+        assert np.isnan(out[:, 0]).all() and not np.isnan(out[:, 1:]).any()
+        a3 = torch.zeros(4, 3, 3, dtype=torch.bool, device=device)
+        a3[1, 0] = True  # batch 0, head 1, query 0
+        out = m(x, x, x, attn_mask=a3, need_weights=False)[0].cpu().numpy()
+        assert np.isnan(out[0, 0]).all() and not np.isnan(out[0, 1:]).any() and not np.isnan(out[1]).any()
+        # the unfused path: float masks, or query / key / value not one tensor
+        fm = torch.zeros(3, 3, device=device).masked_fill(am, float("-inf"))
+        np.testing.assert_allclose(m(x, x, x, attn_mask=fm, need_weights=False)[0].cpu().numpy()[:, 0],
+                                   np.broadcast_to(bias, (2, 8)), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(m(x, x.clone(), x, attn_mask=am, need_weights=False)[0].cpu().numpy()[:, 0],
+                                   np.broadcast_to(bias, (2, 8)), rtol=1e-5, atol=1e-6)
+    out = m(x, x, x, attn_mask=am, need_weights=False)[0]  # (grad mode: parameters require grad)
+    np.testing.assert_allclose(out.detach().cpu().numpy()[:, 0], np.broadcast_to(bias, (2, 8)), rtol=1e-5,
+                               atol=1e-6)
+    m.train()
+    with torch.no_grad():
+        assert not np.isnan(m(x, x, x, attn_mask=am, need_weights=False)[0].cpu().numpy()).any()
+
+
+def test_encoder_layer_fast_path_leaves_nan_where_a_query_sees_no_key(device):
+    """PyTorch: an eval-mode, no-grad, batch-first TransformerEncoderLayer runs its fused
+    ``_transformer_encoder_layer_fwd``, which leaves NaN rows for a fully padded sequence or a fully masked query
+    (bool or -inf float masks alike); with a forward hook, norm_first=False/True alike but grad on, or training, it
+    runs the unfused layer (finite rows). Before: coretorch always gave finite rows."""
+    layer = _init(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)).to(device)
+    x = torch.randn(2, 3, 8, device=device)
+    kpm = torch.tensor([[True, True, True], [False, False, True]], device=device)
+    with torch.no_grad():
+        out = layer(x, src_key_padding_mask=kpm).cpu().numpy()
+        assert np.isnan(out[0]).all() and not np.isnan(out[1]).any()
+        fk = torch.zeros(2, 3, device=device).masked_fill(kpm, float("-inf"))
+        assert np.isnan(layer(x, src_key_padding_mask=fk).cpu().numpy()[0]).all()
+        handle = layer.register_forward_hook(lambda *a: None)
+        assert not np.isnan(layer(x, src_key_padding_mask=kpm).cpu().numpy()).any()
+        handle.remove()
+        # a TransformerEncoder's nested-tensor path writes zeros at padded positions instead
+        enc = _init(nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True), 2))
+        enc = enc.to(device)
+        e = enc(x, src_key_padding_mask=kpm).cpu().numpy()
+        assert (e[0] == 0).all() and not np.isnan(e).any()
+    assert not np.isnan(layer(x, src_key_padding_mask=kpm).detach().cpu().numpy()).any()
