@@ -298,3 +298,12 @@ def test_encoder_layer_fast_path_leaves_nan_where_a_query_sees_no_key(device):
         e = enc(x, src_key_padding_mask=kpm).cpu().numpy()
         assert (e[0] == 0).all() and not np.isnan(e).any()
     assert not np.isnan(layer(x, src_key_padding_mask=kpm).detach().cpu().numpy()).any()
+
+
+def test_multilabel_soft_margin_loss_of_a_0d_input_raises(device):
+    """PyTorch: multilabel_soft_margin_loss divides by ``input.size(-1)``, an IndexError ("Dimension specified as
+    -1 but tensor has no dimensions") for a 0-d input. Before: a loss came back."""
+    with pytest.raises(IndexError, match="Dimension specified as -1 but tensor has no dimensions"):
+        F.multilabel_soft_margin_loss(torch.tensor(0.5, device=device), torch.tensor(1.0, device=device))
+    out = F.multilabel_soft_margin_loss(torch.zeros(1, device=device), torch.ones(1, device=device))
+    assert abs(out.item() - math.log(2.0)) < 1e-6

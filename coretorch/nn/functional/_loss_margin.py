@@ -164,6 +164,8 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     loss = _P.neg(_P.add(_P.mul(target, logsigmoid(input)), _P.mul(_P.rsub(target, 1.0), logsigmoid(_P.neg(input)))))
     if weight is not None:
         loss = _P.mul(loss, weight)
+    if input.ndim == 0:  # (PyTorch's input.size(-1), the class count, of a 0-d input)
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
     loss = _R.mean(loss, input.ndim - 1)
     if reduction not in ("none", "mean", "sum"):  # (PyTorch's own check and wording here)
         raise ValueError(f"{reduction} is not valid")
