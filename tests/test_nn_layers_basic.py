@@ -98,7 +98,7 @@ def test_bilinear_errors():
     w = torch.randn(2, 3, 4)
     with pytest.raises(RuntimeError, match="bilinear\\(\\): input dimensions do not match: got 2 and 3"):
         F.bilinear(torch.randn(5, 3), torch.randn(1, 5, 4), w)
-    with pytest.raises(RuntimeError, match="input batch dimensions do not match: got 5 and 6"):
+    with pytest.raises(RuntimeError, match="input batch dimensions do not match at dim 0: got 5 and 6"):
         F.bilinear(torch.randn(5, 3), torch.randn(6, 4), w)
     with pytest.raises(RuntimeError, match="input1 size does not match weight size: got 2 but expected 3"):
         F.bilinear(torch.randn(5, 2), torch.randn(5, 4), w)

@@ -68,8 +68,8 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
         raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and {input2.ndim}")
     for i in range(input1.ndim - 1):
         if input1.shape[i] != input2.shape[i]:
-            raise RuntimeError(f"bilinear(): input batch dimensions do not match: got {input1.shape[i]} and "
-                               f"{input2.shape[i]}")
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: got "
+                               f"{input1.shape[i]} and {input2.shape[i]}")
     if weight.ndim != 3:
         raise RuntimeError(f"bilinear(): weight must be 3-D, got {weight.ndim}-D")
     o, n1, n2 = weight.shape
@@ -79,6 +79,10 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     if input2.shape[-1] != n2:
         raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} but "
                            f"expected {n2}")
+    dts = (input1.dtype, input2.dtype, weight.dtype) + ((bias.dtype,) if bias is not None else ())
+    if any(d is not dts[0] for d in dts):  # (PyTorch's check, before its matmuls' own)
+        names = ", ".join(f"{n}: {_dt.cpp_name(d)}" for n, d in zip(("input1", "input2", "weight", "bias"), dts))
+        raise RuntimeError(f"All tensors must have the same dtype, got {names}")
     if bias is not None and (bias.ndim != 1 or bias.shape[0] != o):
         raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
                            f"{bias.shape[0] if bias.ndim else 1} but expected {o}")

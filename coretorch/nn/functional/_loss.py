@@ -17,6 +17,7 @@ from ...ops import indexing as _I
 from ...ops import pointwise as _P
 from ...ops import reduction as _R
 from ...ops import shape as _S
+from ...ops import special as _SP
 from ...ops._util import broadcast_shape, device_mismatch, host_all_below
 from ...tensor import Tensor, _make
 from ._activation import _floating_only, _softmax_impl, logsigmoid
@@ -94,6 +95,12 @@ def _weighted(loss, weight):
     return loss if weight is None else _P.mul(loss, weight)
 
 
+def _check_weight_size(input, weight) -> None:
+    """mse/l1/huber's ``weight`` has the input's own shape (PyTorch's check, before any broadcast)."""
+    if weight is not None and tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None) -> Tensor:
     """The functional form of :class:`coretorch.nn.MSELoss` (see it for the formula and shapes).
 
@@ -107,6 +114,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
         input, target = _ac_cast("mse_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    _check_weight_size(input, weight)
     input, target = _pointwise_target("mse_loss", *_loss_dtypes("mse_cpu", input, target))
     d = _P.sub(input, target)
     return _reduce(_weighted(_P.mul(d, d), weight), reduction)
@@ -125,6 +133,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
         input, target = _ac_cast("l1_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    _check_weight_size(input, weight)
     input, target = _pointwise_target("l1_loss", input, target)
     return _reduce(_weighted(_P.abs(_P.sub(input, target)), weight), reduction)
 
@@ -173,6 +182,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
         delta = float(delta)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _check_weight_size(input, weight)
     input, target = _pointwise_target("huber_loss", *_loss_dtypes("huber_cpu", input, target, bool_input=False))
     d = _P.sub(input, target)
     ad = _P.abs(d)
@@ -300,26 +310,31 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
             target.dtype.is_floating_point or target.dtype.is_complex):
         # PyTorch refuses integral (and bool) inputs instead of promoting them to a float loss
         raise RuntimeError("kl_div: Integral inputs not supported.")
+    legacy = size_average is not None or reduce is not None
+    # PyTorch: legacy arguments pick the reduction (and silence the 'mean' warning), yet a 'batchmean' passed beside
+    # them still divides that reduction's result by the batch size
+    per_batch = legacy and reduction == "batchmean"
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    if reduction == "mean":
+    if reduction == "mean" and not legacy:
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
                       UserWarning, stacklevel=2)
+    for t in (input, target):  # (PyTorch's checks)
+        if t.dtype.is_complex:
+            raise RuntimeError("kl_div: Complex inputs not supported.")
+        if not t.dtype.is_floating_point:
+            raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = _P.mul(_P.exp(target), _P.sub(target, input))
     else:
         # PyTorch's xlogy(t, t) - t * x: xlogy is 0 at t == 0 and NaN for a negative t (its log), while the
-        # input's gradient is -t everywhere
-        pos = _P.gt(target, 0)
-        safe = _P.where(pos, target, 1.0)
-        td = target.detach()  # (no gradient through the constant branch, in the target's dtype)
-        rest = _P.where(_P.eq(td, 0), 0.0, _P.mul(td, float("nan")))
-        tlogt = _P.where(pos, _P.mul(target, _P.log(safe)), rest)
-        loss = _P.sub(tlogt, _P.mul(target, input))
+        # input's gradient is -t everywhere; xlogy's own backward gives the target's gradient (NaN at t == 0: t / t)
+        loss = _P.sub(_SP.xlogy(target, target), _P.mul(target, input))
     if reduction == "batchmean":
         return _P.div(_R.sum(loss), input.shape[0]) if input.ndim else _R.sum(loss)
-    return _reduce(loss, reduction)
+    out = _reduce(loss, reduction)
+    return _P.div(out, input.shape[0]) if per_batch and input.ndim else out
 
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
@@ -717,16 +732,13 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("hinge_embedding_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    # an integer input keeps its dtype in PyTorch (its kernel works in the input's dtype, the margin truncated to
-    # an integer): no promotion to float by the float constants
-    zero = 0 if isinstance(input, Tensor) and not (input.dtype.is_floating_point or input.dtype is _dt.bool_) \
-        else 0.0
-    if zero == 0 and isinstance(zero, int):
-        margin = int(margin)
-    neg = _P.clamp(_P.rsub(input, margin), min=zero)
+    if input.dtype.is_floating_point or input.dtype.is_complex:
+        neg = _P.clamp(_P.rsub(input, margin), min=0)
+    else:  # PyTorch's margin - input fills a tensor like the input: an integer input keeps its dtype, the margin
+        neg = _P.clamp(_P.sub(_C.full_like(input, margin), input), min=0)  # truncated (integer zeros below too)
     # PyTorch's formula: the margin term where target != 1, the input where target != -1 (a target outside +-1,
     # e.g. 0 from {0, 1} labels, takes both)
-    loss = _P.add(_P.where(_P.ne(target, -1), input, zero), _P.where(_P.ne(target, 1), neg, zero))
+    loss = _P.add(_P.where(_P.ne(target, -1), input, 0), _P.where(_P.ne(target, 1), neg, 0))
     return _reduce(loss, reduction)
 
 

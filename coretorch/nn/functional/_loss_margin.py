@@ -6,6 +6,8 @@ from ... import dtypes as _dt
 from ...ops import creation as _C, indexing as _I, pointwise as _P, reduction as _R, shape as _S
 from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import state as _ac
+from ...autograd.grad_mode import state as _gs
+from ...ops._rangecheck import any_outside
 from ...tensor import Tensor
 from ._activation import logsigmoid
 from ._loss import _legacy_reduction, _reduce as reduce_, mean_alias, pairwise_distance
@@ -64,17 +66,18 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return _reduce(_P.clamp(_P.add(_P.sub(d_ap, d_an), margin), min=0.0), reduction)
 
 
-def _as_2d(input: Tensor, target: Tensor):
-    if input.ndim == 1:
-        return _S.unsqueeze(input, 0), _S.unsqueeze(target, 0), True
-    return input, target, False
-
-
-def _check_long_target(target: Tensor) -> None:
-    """PyTorch's margin-loss kernels take int64 class indices only (an int32 target was accepted, a uint8 or float
-    one named gather/scatter_add instead of the loss)."""
+def _check_margin_input(op: str, kernel: str, input: Tensor, target: Tensor) -> tuple:
+    """PyTorch's shape and dtype checks of the multi(label) margin losses' input and target: a floating input that
+    is 0-d, a non-empty vector or a matrix of non-empty rows; a Long target.  (frames, classes)"""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{input.dtype._tname[:-6]}'")
+    nd = input.ndim
+    if not ((nd == 2 and input.shape[1] != 0) or (nd == 1 and input.shape[0] != 0) or nd == 0):
+        raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
     if target.dtype is not _dt.int64:
         raise RuntimeError(f"expected scalar type Long but found {target.dtype._tname[:-6]}")
+    return (1, 1 if nd == 0 else input.shape[0]) if nd <= 1 else tuple(input.shape)
 
 
 def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=None, size_average=None,
@@ -85,17 +88,29 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     reduction = _reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
-    _check_long_target(target)
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    n, c = _check_margin_input("multi_margin_loss", "multi_margin_loss_cpu_kernel", input, target)
     # PyTorch: a 0-d or 1-d input is one sample whose target is any one-element tensor of at most one dim (the
     # unreduced loss takes the target's shape)
     unbatched = input.ndim <= 1
     x = input.reshape(1, -1) if unbatched else input
-    if x.ndim != 2 or target.ndim > 1 or target.numel() != x.shape[0]:
-        raise RuntimeError(f"inconsistent target size, expected {x.shape[0]} but got {list(target.shape)}")
+    if target.ndim > 1 or target.numel() != n:
+        raise RuntimeError("multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{n}], but got {list(target.shape)}. Input "
+                           f"has shape {list(input.shape)}.")
+    if weight is not None:
+        if weight.shape[0] != c:
+            raise RuntimeError(f"inconsistent weight size, expected {c} but got {list(weight.shape)}")
+        if weight.dtype is not input.dtype:
+            raise RuntimeError(f"expected scalar type {input.dtype._tname[:-6]} but found "
+                               f"{weight.dtype._tname[:-6]}")
+        if weight.requires_grad and _gs.enabled:
+            raise RuntimeError("The function 'multi_margin_loss' is not differentiable with respect to argument "
+                               "'weight'. This input cannot have requires_grad True.")
     y = target.reshape(-1)
-    c = x.shape[1]
-    if weight is not None and (weight.ndim != 1 or weight.shape[0] != c):
-        raise RuntimeError(f"inconsistent weight size, expected {c} but got {list(weight.shape)}")
+    if y._be.host_memory and n and any_outside(y, 0, c):  # (PyTorch's CPU kernel's check)
+        raise RuntimeError("target out of range")
     x_y = _I.gather(x, 1, _S.unsqueeze(y, 1))
     z = _P.add(_P.sub(x, x_y), margin)
     margins = _P.where(_P.gt(z, 0), z, 0.0)  # (PyTorch's kernel: no gradient at z == 0, unlike a clamp)
@@ -114,11 +129,17 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if _ac.on:  # autocast: a float32 op
         (input,) = _ac_cast("multilabel_margin_loss", input)
     reduction = _reduction(size_average, reduce, reduction)
-    _check_long_target(target)
-    x, y, unbatched = _as_2d(input, target)
-    if tuple(y.shape) != tuple(x.shape):
+    n, c = _check_margin_input("multilabel_margin_loss", "multilabel_margin_loss_forward_out_frame", input, target)
+    unbatched = input.ndim <= 1
+    # PyTorch: an unbatched input's target is any tensor of at most one dim holding one entry per class
+    if unbatched and target.ndim <= 1 and target.numel() == c:
+        x, y = input.reshape(1, c), target.reshape(1, c)
+    elif not unbatched and tuple(target.shape) == (n, c):
+        x, y = input, target
+    else:
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
-    n, c = x.shape
+    if y._be.host_memory and n and any_outside(y, -1, c):  # (PyTorch's CPU check: every entry, even past a -1)
+        raise RuntimeError("argument #2 'target' is out of range")
     valid = _P.ge(y, 0).to(_dt.int64).cumprod(1)          # positions before the first -1
     idx = _P.where(_P.gt(valid, 0), y, 0)
     count = _C.zeros((n, c), dtype=x.dtype, device=x.device)
@@ -129,7 +150,11 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     pair = _P.logical_and(_P.gt(diff, 0), _P.logical_not(_S.unsqueeze(is_target, 1)))
     hinge = _P.mul(_P.where(pair, diff, 0.0), _S.unsqueeze(count, 2))
     loss = _P.div(_R.sum(hinge, (1, 2)), c)
-    return _reduce(loss[0] if unbatched else loss, reduction)
+    if unbatched:
+        return _reduce(loss[0], reduction)
+    if reduction == "mean" and n == 0:  # (PyTorch's kernel: the mean of no samples is 0, not 0 / 0)
+        return _R.sum(loss)
+    return _reduce(loss, reduction)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
@@ -139,6 +164,8 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     loss = _P.neg(_P.add(_P.mul(target, logsigmoid(input)), _P.mul(_P.rsub(target, 1.0), logsigmoid(_P.neg(input)))))
     if weight is not None:
         loss = _P.mul(loss, weight)
+    if input.ndim == 0:  # (PyTorch's input.size(-1), the class count, of a 0-d input)
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
     loss = _R.mean(loss, input.ndim - 1)
     if reduction not in ("none", "mean", "sum"):  # (PyTorch's own check and wording here)
         raise ValueError(f"{reduction} is not valid")

@@ -77,7 +77,7 @@ def _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads: int)
                                  f"found {attn_mask.ndim}-D tensor instead")
         if attn_mask.ndim == 3 and tuple(attn_mask.shape) != (num_heads, query.shape[0], key.shape[0]):
             raise AssertionError(f"Expected `attn_mask` shape to be {(num_heads, query.shape[0], key.shape[0])} "
-                                 f"but got {tuple(attn_mask.shape)}")
+                                 f"but got {attn_mask.shape}")
     return False
 
 
@@ -118,10 +118,10 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
         attn_mask = None
     if use_separate_proj_weight:
         if tuple(key.shape[:2]) != tuple(value.shape[:2]):
-            raise AssertionError(f"key's sequence and batch dims {tuple(key.shape[:2])} do not match value's "
-                                 f"{tuple(value.shape[:2])}")
+            raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match value's "
+                                 f"{value.shape[:2]}")
     elif tuple(key.shape) != tuple(value.shape):
-        raise AssertionError(f"key shape {tuple(key.shape)} does not match value shape {tuple(value.shape)}")
+        raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
     if use_separate_proj_weight:
         if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
             raise AssertionError("use_separate_proj_weight is True but q_proj_weight, k_proj_weight or "
@@ -167,16 +167,18 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
     elif mask is not None:
         if mask.ndim == 2:
             if tuple(mask.shape) != (tgt_len, src_len):
-                raise RuntimeError(f"The shape of the 2D attn_mask is {list(mask.shape)}, but should be "
-                                   f"{[tgt_len, src_len]}.")
+                raise RuntimeError(f"The shape of the 2D attn_mask is {mask.shape}, but should be "
+                                   f"{(tgt_len, src_len)}.")
             mask = _S.unsqueeze(mask, 0)
         elif tuple(mask.shape) != (bsz * h, tgt_len, src_len):
-            raise RuntimeError(f"The shape of the 3D attn_mask is {list(mask.shape)}, but should be "
-                               f"{[bsz * h, tgt_len, src_len]}.")
+            raise RuntimeError(f"The shape of the 3D attn_mask is {mask.shape}, but should be "
+                               f"{(bsz * h, tgt_len, src_len)}.")
     if kpm is not None:
+        for i, want in enumerate((bsz, src_len)):  # (PyTorch's _check_key_padding_mask and its wording)
+            if kpm.ndim > i and kpm.shape[i] != want:
+                raise AssertionError(f"Expected key_padded_mask.shape[{i}] to be {want}, but got {kpm.shape[i]}")
         if tuple(kpm.shape) != (bsz, src_len):
-            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
-                                 f"{tuple(kpm.shape)}")
+            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got {kpm.shape}")
         kpm = _S.expand(kpm.reshape(bsz, 1, 1, src_len), (bsz, h, 1, src_len)).reshape(bsz * h, 1, src_len)
         mask = kpm if mask is None else _P.add(mask, kpm)
     if mask is not None and mask.dtype is not q.dtype:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 
-from ...ops import shape as _S
+from ... import dtypes as _dt
+from ...amp.autocast_mode import is_autocast_enabled
+from ...autograd.grad_mode import state as _gs
+from ...backends import mha as _mha
+from ...ops import pointwise as _P, reduction as _R, shape as _S
 from ...ops.creation import empty
 from .. import functional as F
 from .. import init
@@ -117,6 +121,7 @@ class MultiheadAttention(Module):
     def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
                 average_attn_weights: bool = True, is_causal: bool = False):
         batched = query.ndim == 3
+        self_attn = query is key and key is value  # (before the transposes below make new tensors)
         if batched and self.batch_first:
             query, key, value = (_S.transpose(t, 0, 1) for t in (query, key, value))
         out, weights = F.multi_head_attention_forward(
@@ -128,4 +133,43 @@ class MultiheadAttention(Module):
             average_attn_weights=average_attn_weights, is_causal=is_causal)
         if batched and self.batch_first:
             out = _S.transpose(out, 0, 1)
+            if not need_weights and (attn_mask is not None or key_padding_mask is not None) \
+                    and self_attn and self._fast_path(query):
+                out = self._fast_path_nan_rows(out, attn_mask, key_padding_mask)
         return out, weights
+
+    def _fast_path(self, query) -> bool:
+        """Whether PyTorch would run this batch-first self-attention call through its fused
+        ``_native_multi_head_attention`` (the conditions of its MultiheadAttention.forward)."""
+        w, b = self.in_proj_weight, self.in_proj_bias
+        if self.training or not _mha.get_fastpath_enabled() or w is None or query.dtype is not w.dtype \
+                or (b is not None and query.dtype is not b.dtype) or self.num_heads % 2 \
+                or self.bias_k is not None or self.bias_v is not None or self.add_zero_attn \
+                or not self._qkv_same_embed_dim or is_autocast_enabled():
+            return False
+        args = (query, w, b, self.out_proj.weight, self.out_proj.bias)
+        return not (_gs.enabled and any(t is not None and t.requires_grad for t in args))
+
+    def _fast_path_nan_rows(self, out, attn_mask, key_padding_mask):
+        """PyTorch's fused kernel takes a boolean mask through its masked softmax, which leaves NaN where a query
+        sees no key (its unfused path, coretorch's, gives the output bias there); float masks give the bias in
+        both."""
+        if any(m is not None and m.dtype is not _dt.bool_ for m in (attn_mask, key_padding_mask)):
+            return out
+        return nan_where_blind(out, attn_mask, key_padding_mask)
+
+
+def nan_where_blind(out, attn_mask, key_padding_mask):
+    """``out`` (N, L, E) with NaN rows where a (batch-first self-attention) query sees no key through the masks
+    (boolean: True hides; float: -inf hides), as PyTorch's fused attention kernels leave them."""
+    n, seq = out.shape[0], out.shape[1]
+    masked = None  # (N or 1, H or 1, L, S): True where the key is hidden from the query
+    for m, shape in ((attn_mask, (n, -1, seq, seq) if attn_mask is not None and attn_mask.ndim == 3
+                      else (1, 1, seq, seq)), (key_padding_mask, (n, 1, 1, seq))):
+        if m is not None:
+            hidden = m.reshape(shape) if m.dtype is _dt.bool_ else _P.eq(m.reshape(shape), float("-inf"))
+            masked = hidden if masked is None else _P.logical_or(masked, hidden)
+    if masked is None:
+        return out
+    blind = _R.any(_R.all(masked, -1), 1)  # (N or 1, L): some head of the query sees no key
+    return _P.where(_S.unsqueeze(blind, -1), float("nan"), out)

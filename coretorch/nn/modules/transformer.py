@@ -7,6 +7,9 @@ import warnings
 from typing import Callable
 
 from ... import dtypes as _dt
+from ...amp.autocast_mode import is_autocast_enabled
+from ...autograd.grad_mode import is_grad_enabled
+from ...backends import mha as _mha
 from ...ops import pointwise as _P
 from ...ops.creation import full, zeros_like
 from ...ops.triangular import triu
@@ -14,7 +17,7 @@ from .. import functional as F
 from .. import init
 from ._nested_fastpath import padded_positions, why_not_nested, zero_padded
 from .activation import GELU, ReLU
-from .attention import MultiheadAttention
+from .attention import MultiheadAttention, nan_where_blind
 from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
@@ -131,7 +134,26 @@ class TransformerEncoderLayer(Module):
         else:
             x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
             x = self.norm2(x + self._ff_block(x))
+        if (src_mask is not None or src_key_padding_mask is not None) and self._fast_path(src):
+            # PyTorch's fused _transformer_encoder_layer_fwd leaves NaN where a query sees no key (its unfused
+            # path, coretorch's, a finite row): NaN would pass the per-position rest of the layer unchanged
+            x = nan_where_blind(x, src_mask, src_key_padding_mask)
         return x
+
+    def _fast_path(self, src) -> bool:
+        """Whether PyTorch would run this call through its fused encoder-layer kernel (the conditions of its
+        TransformerEncoderLayer.forward)."""
+        attn = self.self_attn
+        if self.training or src.ndim != 3 or not attn.batch_first or attn.in_proj_bias is None \
+                or not attn._qkv_same_embed_dim or not self.activation_relu_or_gelu \
+                or self.norm1.eps != self.norm2.eps or attn.num_heads % 2 or not _mha.get_fastpath_enabled() \
+                or is_autocast_enabled() \
+                or any(m._forward_hooks or m._forward_pre_hooks for m in self.modules()):
+            return False
+        args = (src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight, attn.out_proj.bias,
+                self.norm1.weight, self.norm1.bias, self.norm2.weight, self.norm2.bias, self.linear1.weight,
+                self.linear1.bias, self.linear2.weight, self.linear2.bias)
+        return not (is_grad_enabled() and any(t is not None and t.requires_grad for t in args))
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,

@@ -19,6 +19,9 @@ def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:  # noqa:
     """The ``pow``-norm over every dim but ``dim`` (kept with size 1), or of everything when dim == -1."""
     if dim == -1:
         return _R.norm(v, pow)
+    if not -v.ndim <= dim < v.ndim:  # (PyTorch's transpose(0, dim) refuses it; a wrap-around picked another dim)
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-v.ndim}, {v.ndim - 1}], but got "
+                         f"{dim})")
     d = dim % v.ndim
     moved = _S.movedim(v, d, 0).reshape(v.shape[d], -1)
     shape = [1] * v.ndim
