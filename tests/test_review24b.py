@@ -1,0 +1,169 @@
+"""Review 24b: threads, a third pass (eager and compiled). What a multi-threaded PyTorch program relies on: the
+settings PyTorch keeps per thread (the saved-tensor hooks switch, the accelerator's current device index) stay in
+their thread and a new thread starts from the defaults; a decorator-context-manager entered by several threads at
+once restores each thread's own state. Each scenario is ordered with events/barriers (no sleeps), so it runs the
+same interleaving every time."""
+import threading
+
+import pytest
+
+import coretorch as torch
+
+
+def _in_a_thread(fn):
+    """``fn()`` run in a new thread; its result (an exception is re-raised here)."""
+    out: list = []
+
+    def run():
+        try:
+            out.append((True, fn()))
+        except BaseException as e:  # noqa: BLE001  (handed to the caller)
+            out.append((False, e))
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(timeout=60)
+    ok, value = out[0]
+    if not ok:
+        raise value
+    return value
+
+
+# ---- disable_saved_tensors_hooks is per thread ----------------------------------------------------------------
+def test_disable_saved_tensors_hooks_stays_in_its_thread():
+    """PyTorch keeps the switch in SavedTensorDefaultHooksTLS: inside one thread's
+    ``disable_saved_tensors_hooks("msg")`` another thread's ``save_on_cpu()`` (a saved_tensors_hooks) works, while
+    the disabling thread's raises ``RuntimeError: msg``.  Before: coretorch's switch was a process-wide global, so
+    the other thread's ``save_on_cpu()`` raised the message too."""
+    def use_save_on_cpu():
+        with torch.autograd.graph.save_on_cpu():
+            x = torch.ones(3, requires_grad=True)
+            (x * x).sum().backward()
+            return x.grad.tolist()
+
+    with torch.autograd.graph.disable_saved_tensors_hooks("hooks are off in this thread"):
+        assert _in_a_thread(use_save_on_cpu) == [2.0, 2.0, 2.0]
+        with pytest.raises(RuntimeError, match="hooks are off in this thread"):
+            use_save_on_cpu()
+    assert use_save_on_cpu() == [2.0, 2.0, 2.0]
+
+
+def test_disable_saved_tensors_hooks_blocks_overlapping_in_two_threads_end_enabled():
+    """Thread A enters the block, thread B enters another, A leaves, B leaves (one instance, as a decorator uses
+    it): in PyTorch each thread's switch comes back to its own state, so save_on_cpu works everywhere afterwards.
+    Before: the global switch restored by A's exit was B's value, and B's exit put A's message back for good: every
+    later ``save_on_cpu()`` of every thread raised."""
+    cm = torch.autograd.graph.disable_saved_tensors_hooks("off")
+    steps = [threading.Event() for _ in range(3)]
+    seen: dict = {}
+
+    def a():
+        with cm:
+            steps[0].set()
+            steps[1].wait(10)
+        steps[2].set()
+
+    def b():
+        steps[0].wait(10)
+        with cm:
+            steps[1].set()
+            steps[2].wait(10)
+            try:
+                with torch.autograd.graph.save_on_cpu():
+                    seen["b_inside"] = "ran"
+            except RuntimeError as e:
+                seen["b_inside"] = str(e)
+        with torch.autograd.graph.save_on_cpu():
+            seen["b_after"] = "ran"
+
+    ts = [threading.Thread(target=a), threading.Thread(target=b)]
+    [t.start() for t in ts]
+    [t.join(timeout=30) for t in ts]
+    assert seen == {"b_inside": "off", "b_after": "ran"}
+    with torch.autograd.graph.save_on_cpu():  # (this thread never disabled it)
+        pass
+
+
+# ---- an autocast decorator run by two threads at once ---------------------------------------------------------
+def test_an_autocast_decorated_function_in_two_threads_restores_each_threads_state():
+    """``@torch.autocast("cpu")`` on a function that two threads run at once: thread A calls it outside any
+    autocast region, the main thread calls it inside one.  Each thread's autocast state after the call is the one
+    it had before (PyTorch's no_grad decorator enters a copy per call for this).  Before: both calls entered the
+    one instance, which keeps the caller's previous state on itself: A's exit restored the main thread's state
+    (on), so A ran every later op under autocast (bfloat16 matmuls, silently)."""
+    inside, go = threading.Event(), threading.Event()
+
+    @torch.autocast("cpu")
+    def f(wait):
+        if wait:
+            inside.set()
+            go.wait(10)
+        return torch.is_autocast_enabled("cpu")
+
+    out: dict = {}
+
+    def a():
+        out["a_in"] = f(True)
+        out["a_after"] = torch.is_autocast_enabled("cpu")
+        out["a_mm"] = torch.mm(torch.ones(2, 2), torch.ones(2, 2)).dtype
+
+    t = threading.Thread(target=a)
+    t.start()
+    assert inside.wait(10)
+    with torch.autocast("cpu"):
+        out["m_in"] = f(False)
+        go.set()
+        t.join(timeout=30)
+        out["m_still"] = torch.is_autocast_enabled("cpu")
+    out["m_after"] = torch.is_autocast_enabled("cpu")
+    assert out == {"a_in": True, "m_in": True, "a_after": False, "a_mm": torch.float32, "m_still": True,
+                   "m_after": False}
+
+
+def test_an_autocast_decorator_keeps_its_settings_per_call():
+    """The decorated function runs under the decorator's own settings at every call (dtype, enabled), as PyTorch's;
+    the copy entered per call changes nothing there."""
+    @torch.autocast("cpu", dtype=torch.float16)
+    def f():
+        return torch.get_autocast_dtype("cpu"), torch.is_autocast_enabled("cpu")
+
+    @torch.autocast("cpu", enabled=False)
+    def g():
+        return torch.is_autocast_enabled("cpu")
+
+    assert f() == (torch.float16, True) and _in_a_thread(f) == (torch.float16, True)
+    with torch.autocast("cpu"):
+        assert g() is False and torch.is_autocast_enabled("cpu")
+    assert torch.get_autocast_dtype("cpu") is torch.bfloat16 and not torch.is_autocast_enabled("cpu")
+
+
+# ---- the accelerator's current device index is per thread -----------------------------------------------------
+class _TwoDevices:
+    def device_count(self) -> int:
+        return 2
+
+
+def test_the_current_accelerator_index_is_per_thread(monkeypatch):
+    """PyTorch's current device is per thread (CUDA's cudaSetDevice is a host thread's): after
+    ``torch.accelerator.set_device_index(1)`` a new thread's ``current_device_index()`` is 0, and a thread's own
+    ``set_device_index`` / ``device_index`` block leaves the main thread's index alone.  Before: one module-level
+    index for every thread.  (A stand-in accelerator with two devices: this machine has one.)"""
+    from coretorch import accelerator
+    monkeypatch.setattr(accelerator, "_backend", lambda: ("opencl", _TwoDevices()))
+    assert accelerator.current_device_index() == 0
+    torch.accelerator.set_device_index(1)
+    try:
+        assert torch.accelerator.current_device_index() == 1
+        assert _in_a_thread(torch.accelerator.current_device_index) == 0
+
+        def own():
+            with torch.accelerator.device_index(1):
+                inside = torch.accelerator.current_device_index()
+            torch.accelerator.set_device_index(0)
+            return inside, torch.accelerator.current_device_index()
+        torch.accelerator.set_device_index(0)
+        assert _in_a_thread(own) == (1, 0)
+        torch.accelerator.set_device_index(1)
+        assert _in_a_thread(lambda: torch.accelerator.set_device_index(0)) is None
+        assert torch.accelerator.current_device_index() == 1
+    finally:
+        torch.accelerator.set_device_index(0)
