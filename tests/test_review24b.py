@@ -1,8 +1,11 @@
 """Review 24b: threads, a third pass (eager and compiled). What a multi-threaded PyTorch program relies on: the
 settings PyTorch keeps per thread (the saved-tensor hooks switch, the accelerator's current device index) stay in
 their thread and a new thread starts from the defaults; a decorator-context-manager entered by several threads at
-once restores each thread's own state. Each scenario is ordered with events/barriers (no sleeps), so it runs the
+once restores each thread's own state; torch.save changes no process-wide state (the umask) another thread's files
+would see. Each scenario is ordered with events/barriers (no sleeps), so it runs the
 same interleaving every time."""
+import os
+import stat
 import threading
 
 import pytest
@@ -167,3 +170,41 @@ def test_the_current_accelerator_index_is_per_thread(monkeypatch):
         assert torch.accelerator.current_device_index() == 1
     finally:
         torch.accelerator.set_device_index(0)
+
+
+# ---- torch.save leaves the process umask alone ----------------------------------------------------------------
+@pytest.mark.skipif(not hasattr(os, "umask") or os.name != "posix", reason="file modes and the umask are POSIX's")
+def test_save_never_changes_the_process_umask(tmp_path, monkeypatch):
+    """PyTorch's torch.save opens its file with ``open(f, "wb")``: the kernel applies the process umask and nothing
+    else changes.  Before: coretorch read the umask by setting it (``os.umask(0)`` then back), a process-wide
+    change: a file another thread created in between (here a log file, at exactly that moment) was world-writable
+    (0o666 under a 0o027 umask), and two saves at once could leave the umask at 0 for good.  Now the temporary
+    file is created with mode 0o666 for the kernel to reduce, and os.umask is never called."""
+    real_umask = os.umask
+    others: list = []
+
+    def umask_with_another_thread_writing(mask):
+        prev = real_umask(mask)
+        if mask == 0:  # the window: another thread creates its file now
+            path = tmp_path / f"log{len(others)}.txt"
+            t = threading.Thread(target=path.write_text, args=("line",))
+            t.start()
+            t.join(timeout=10)
+            others.append(stat.S_IMODE(path.stat().st_mode))
+        return prev
+
+    old = real_umask(0o027)
+    try:
+        monkeypatch.setattr(os, "umask", umask_with_another_thread_writing)
+        target = tmp_path / "w.pt"
+        torch.save({"w": torch.arange(4.0)}, target)
+        monkeypatch.undo()
+        assert others == []  # (before: [0o666], a world-writable log file)
+        assert stat.S_IMODE(target.stat().st_mode) == 0o640  # 0o666 less the umask, as open(f, "wb")
+        target.chmod(0o600)
+        torch.save({"w": torch.ones(2)}, target)  # a file replaced keeps its mode, as open(f, "wb") keeps it
+        assert stat.S_IMODE(target.stat().st_mode) == 0o600
+        assert torch.equal(torch.load(target)["w"], torch.ones(2))
+        assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    finally:
+        assert real_umask(old) == 0o027
