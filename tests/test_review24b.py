@@ -2,8 +2,9 @@
 settings PyTorch keeps per thread (the saved-tensor hooks switch, the accelerator's current device index) stay in
 their thread and a new thread starts from the defaults; a decorator-context-manager entered by several threads at
 once restores each thread's own state; torch.save changes no process-wide state (the umask) another thread's files
-would see. Each scenario is ordered with events/barriers (no sleeps), so it runs the
-same interleaving every time."""
+would see; a sampler PyTorch runs as one kernel (Gamma, Dirichlet, Beta, binomial) is one whole draw from the shared
+generator, whatever other threads draw.  Each scenario is ordered with events/barriers (no sleeps; a bounded join
+where the fixed code must keep the other thread waiting), so it runs the same interleaving every time."""
 import os
 import stat
 import threading
@@ -208,3 +209,53 @@ def test_save_never_changes_the_process_umask(tmp_path, monkeypatch):
         assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     finally:
         assert real_umask(old) == 0o027
+
+
+# ---- a multi-round sampler is one whole draw from the shared generator ----------------------------------------
+_SAMPLERS = {
+    "dirichlet": ("coretorch.ops._gamma", lambda d: torch.distributions.Dirichlet(torch.ones(6, 3, device=d)).sample()),
+    "beta": ("coretorch.ops._gamma",
+             lambda d: torch.distributions.Beta(torch.full((8,), 0.5, device=d), torch.full((8,), 2.0, device=d))
+             .sample()),
+    "gamma": ("coretorch.ops._gamma", lambda d: torch._standard_gamma(torch.full((8,), 0.7, device=d))),
+    "binomial": ("coretorch.ops._binomial",
+                 lambda d: torch.binomial(torch.full((8,), 5.0, device=d), torch.full((8,), 0.3, device=d))),
+    "binomial_btrs": ("coretorch.ops._binomial",
+                      lambda d: torch.distributions.Binomial(100, torch.full((8,), 0.4, device=d)).sample()),
+}
+
+
+@pytest.mark.parametrize("which", sorted(_SAMPLERS))
+def test_another_threads_draw_between_a_samplers_rounds_waits_for_it(device, which, monkeypatch):
+    """PyTorch's _standard_gamma / _sample_dirichlet / binomial are single kernels holding the generator's mutex:
+    a draw of another thread from the shared default generator comes wholly before or after the sample (here
+    after, as the other thread starts during the sample), so both get the numbers a sequential run gives them.
+    coretorch's samplers take rejection rounds, each a draw (one host read per round).  Before: another thread's
+    ``torch.rand`` between two rounds took numbers from the middle of the sample's stream (the sample and the other
+    thread's numbers were both those of no sequential order).  Now the sampler holds the generators' lock for all
+    its rounds."""
+    import importlib
+    module_name, sample = _SAMPLERS[which]
+    mod = importlib.import_module(module_name)
+    drawn: list = []
+    started: list = []
+    read = mod.data_read
+
+    def read_while_another_thread_draws(*a, **kw):
+        if not started:  # the first round's host read: another thread draws now
+            t = threading.Thread(target=lambda: drawn.append(torch.rand(16, device=device).cpu()))
+            started.append(t)
+            t.start()
+            t.join(timeout=0.5)  # (before: it drew now; now it waits for the sample's end)
+        return read(*a, **kw)
+
+    torch.manual_seed(11)
+    want_sample = sample(device).cpu()
+    want_other = torch.rand(16, device=device).cpu()
+    monkeypatch.setattr(mod, "data_read", read_while_another_thread_draws)
+    torch.manual_seed(11)
+    got = sample(device).cpu()
+    started[0].join(timeout=30)
+    monkeypatch.undo()
+    assert torch.equal(drawn[0], want_other)
+    assert torch.equal(got, want_sample)
