@@ -3,8 +3,10 @@ settings PyTorch keeps per thread (the saved-tensor hooks switch, the accelerato
 their thread and a new thread starts from the defaults; a decorator-context-manager entered by several threads at
 once restores each thread's own state; torch.save changes no process-wide state (the umask) another thread's files
 would see; a sampler PyTorch runs as one kernel (Gamma, Dirichlet, Beta, binomial) is one whole draw from the shared
-generator, whatever other threads draw.  Each scenario is ordered with events/barriers (no sleeps; a bounded join
+generator, whatever other threads draw; a compiled function reading a ContextVar computes with the calling
+context's value.  Each scenario is ordered with events/barriers (no sleeps; a bounded join
 where the fixed code must keep the other thread waiting), so it runs the same interleaving every time."""
+import contextvars
 import os
 import stat
 import threading
@@ -259,3 +261,52 @@ def test_another_threads_draw_between_a_samplers_rounds_waits_for_it(device, whi
     monkeypatch.undo()
     assert torch.equal(drawn[0], want_other)
     assert torch.equal(got, want_sample)
+
+
+# ---- a compiled function reading a ContextVar ------------------------------------------------------------------
+_SCALE = contextvars.ContextVar("review24b_scale", default=1.0)
+_BIAS = contextvars.ContextVar("review24b_bias", default=(0.0, 0.5))
+
+
+class _Holder:
+    def __init__(self) -> None:
+        self.cv = contextvars.ContextVar("review24b_held", default=1.0)
+
+
+def test_a_compiled_function_reads_each_threads_contextvar(device):
+    """A request handler's per-request setting kept in a ``contextvars.ContextVar`` (each thread, each asyncio task
+    its own value) read by a compiled function: PyTorch's compiled call computes with the value the calling
+    context holds, as eager does (dynamo does not bake it).  Before: the capture baked the value it read (a
+    ContextVar was a guard root keyed by identity): every replay, in any thread, multiplied by the first call's
+    scale (silently), also after ``cv.set`` in the same thread.  Now the guard keys it by the value the calling
+    context holds (as a threading.local's attributes): four threads with four scales, each replaying its own."""
+    held = _Holder()
+
+    def f(x):
+        return x * _SCALE.get() + _BIAS.get()[1] - held.cv.get()
+
+    torch.compiler.reset()
+    cf = torch.compile(f)
+    x = torch.arange(3.0, device=device)
+    for _ in range(3):
+        assert torch.equal(cf(x), f(x))
+    _SCALE.set(3.0)  # (this thread's context, after the capture)
+    assert torch.equal(cf(x), x * 3.0 + 0.5 - 1.0)
+    meet = threading.Barrier(4, timeout=30)
+    out: dict = {}
+
+    def run(i):
+        _SCALE.set(float(i + 2))
+        _BIAS.set((0.0, float(i)))
+        held.cv.set(float(10 * i))
+        meet.wait()
+        out[i] = [cf(x).cpu() for _ in range(5)]
+
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    [t.start() for t in ts]
+    [t.join(timeout=60) for t in ts]
+    for i in range(4):
+        want = (x * float(i + 2) + float(i) - float(10 * i)).cpu()
+        assert len(out[i]) == 5 and all(torch.equal(o, want) for o in out[i]), i
+    assert torch.equal(cf(x), x * 3.0 + 0.5 - 1.0)  # (this thread's value still)
+    torch.compiler.reset()

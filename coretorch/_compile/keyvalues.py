@@ -3,6 +3,7 @@ array by its values or a digest of them, a set's entries, a bytearray's bytes, t
 attributes a user set on a tensor (see :mod:`.guards`)."""
 from __future__ import annotations
 
+import contextvars
 from functools import partial
 import hashlib
 import math
@@ -54,11 +55,12 @@ def _value(v: Any) -> Any:
 
 # class -> whether :func:`ident` keys its instances by value (True: immutable values, numpy scalars, Fraction,
 # Decimal, complex, range, slice, frozenset; "fn": functions and partials, by the numbers they hold; "tuple":
-# tuples, by their entries): by id alone,
+# tuples, by their entries; "cv": a ContextVar, by the value the calling context holds): by id alone,
 # a new one made where a freed one was (``G = np.float64(i)``, ``act = partial(mul, k)`` at each call) matched,
 # and the replay reused the freed one's numbers; False for any other class (by id)
 BY_VALUE: dict[type, Any] = {}
 _VALUE_TYPES = (np.generic, numbers.Number, range, slice, frozenset)
+_UNSET = object()  # (a ContextVar without a value in this context, nor a default)
 
 
 def ident(o: Any) -> Any:
@@ -70,9 +72,13 @@ def ident(o: Any) -> Any:
         if len(BY_VALUE) > 1024:
             BY_VALUE.clear()
         r = BY_VALUE[c] = "fn" if issubclass(c, (FunctionType, partial)) else "tuple" if issubclass(c, tuple) else \
-            issubclass(c, _VALUE_TYPES)
+            "cv" if c is contextvars.ContextVar else issubclass(c, _VALUE_TYPES)
     if not r:
         return id(o)
+    if r == "cv":  # (the value the calling thread's context holds, as a threading.local's attributes: by id, a
+        # ``scale.get()`` the step read was a constant of the replay, whatever another thread or task had set)
+        v = o.get(_UNSET)
+        return (id(o), v if v is _UNSET else _value(v) if v.__class__ in _SCALAR_SET else ident(v))
     if r == "tuple":  # (its entries, one level: a global tuple of numbers rebuilt at each call; a long one by a
         # digest of them: by id, a new one made where a freed one was replayed the freed one's numbers)
         return (c, tuple(map(_value, o))) if len(o) <= 64 else (c, long_key(o))
