@@ -310,3 +310,30 @@ def test_a_compiled_function_reads_each_threads_contextvar(device):
         assert len(out[i]) == 5 and all(torch.equal(o, want) for o in out[i]), i
     assert torch.equal(cf(x), x * 3.0 + 0.5 - 1.0)  # (this thread's value still)
     torch.compiler.reset()
+
+
+_CFG = contextvars.ContextVar("review24b_cfg")
+
+
+def test_a_compiled_function_reads_a_dict_a_contextvar_holds(device):
+    """A per-request config dict in a ContextVar, changed in place between calls (``cfg["scale"] = ...``): PyTorch's
+    compiled call reads the entry at each call, as eager.  Before: the guard keyed the ContextVar (or, with the
+    first fix alone, the dict it holds) by identity, so replays reused the first call's scale (silently).  Now a
+    ContextVar root is keyed as its value would be as a root of its own: a dict by its entries."""
+    def f(x):
+        return x * _CFG.get()["scale"]
+
+    torch.compiler.reset()
+    cf = torch.compile(f)
+    x = torch.arange(3.0, device=device)
+    cfg = {"scale": 1.0}
+    token = _CFG.set(cfg)
+    try:
+        for i in range(4):
+            cfg["scale"] = float(i + 1)
+            for _ in range(3):
+                assert torch.equal(cf(x), x * float(i + 1))
+        assert cf.replays >= 4  # (the captures replay: not every call eager)
+    finally:
+        _CFG.reset(token)
+        torch.compiler.reset()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections import deque as _deque
+from contextvars import ContextVar as _ContextVar
 from queue import Queue as _Queue
 import dis
 import numbers as _numbers
@@ -26,7 +27,7 @@ from .held import held as _held, helper_cells, helpers as _helpers, methods_name
 from .slots import slot_names as _slot_names
 from .strides import loose
 from .argtree import record as _record
-from .keyvalues import (_NDARRAY_MAX, BY_VALUE as _BY_VALUE, _Ident, _ndarray_digest, _ndarray_key, _sc, _value,
+from .keyvalues import (_NDARRAY_MAX, _UNSET, BY_VALUE as _BY_VALUE, _Ident, _ndarray_digest, _ndarray_key, _sc, _value,
                         ident as _ident, long_key, mutable_key, user_attrs)
 
 _SCALARS = (bool, int, float, str, type(None))
@@ -343,6 +344,8 @@ _OBJ_NAMES: dict[int, tuple] = {}
 
 def _entry(v: Any, names: tuple, depth: int) -> Any:
     """An entry of :func:`contents` that is no Python number: its key (:func:`_ident`), and one level further."""
+    if v.__class__ is _ContextVar:  # (its value in the calling context, keyed as the entry itself would be)
+        return id(v), _entry(v.get(_UNSET), names, depth)
     if depth and (_opened(v) or isinstance(v, tuple) and _holds_opened(v)):
         return (id(v), contents(v, names, None, depth - 1))
     if v.__class__ is np.ndarray and v.nbytes <= _ENTRY_ARRAY_MAX:  # (read on the host: ``float(cfg["cw"][0])``)
@@ -360,6 +363,10 @@ def root_key(objs: list, names: tuple = (), lens: dict | None = None, appends: f
     out: list = []
     for o in objs:
         c = o.__class__
+        if c is _ContextVar:  # (the value the calling thread's or task's context holds, keyed as a root of its own:
+            out.append(id(o))  # a number by value, a dict by its entries; by identity, a replay reused the capture's)
+            o = o.get(_UNSET)
+            c = o.__class__
         if c in _SCALAR_SET:  # (the classes below: 2, 2.0 and True are equal keys but promote differently)
             out.append(o if c is not float or o and o == o else _sc(o))
         else:
