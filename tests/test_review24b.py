@@ -6,6 +6,7 @@ would see; a sampler PyTorch runs as one kernel (Gamma, Dirichlet, Beta, binomia
 generator, whatever other threads draw; a compiled function reading a ContextVar computes with the calling
 context's value.  Each scenario is ordered with events/barriers (no sleeps; a bounded join
 where the fixed code must keep the other thread waiting), so it runs the same interleaving every time."""
+import array
 import contextvars
 import os
 import stat
@@ -336,4 +337,36 @@ def test_a_compiled_function_reads_a_dict_a_contextvar_holds(device):
         assert cf.replays >= 4  # (the captures replay: not every call eager)
     finally:
         _CFG.reset(token)
+        torch.compiler.reset()
+
+
+_ARR = array.array("d", [1.0])
+_VIEW = memoryview(bytearray(b"\x01"))
+
+
+@pytest.mark.parametrize("which", ["array", "memoryview"])
+def test_a_compiled_function_reads_a_shared_buffer_changed_in_place(device, which):
+    """A data-producing thread's shared settings written in place between calls: an ``array.array`` (the stdlib's
+    typed buffer, shared with threads and C code) or a ``memoryview`` of a buffer.  PyTorch's compiled call reads
+    the current value, as eager.  Before: these roots were keyed by identity alone (unlike a list, dict, set or
+    bytearray), so replays reused the capture's number (silently).  Now they are keyed by their bytes."""
+    read, write = {"array": (lambda: _ARR[0], lambda v: _ARR.__setitem__(0, v)),
+                   "memoryview": (lambda: float(_VIEW[0]), lambda v: _VIEW.__setitem__(0, int(v)))}[which]
+    if which == "array":
+        def f(x):
+            return x * _ARR[0]
+    else:
+        def f(x):
+            return x * _VIEW[0]
+    torch.compiler.reset()
+    cf = torch.compile(f)
+    x = torch.arange(3.0, device=device)
+    try:
+        for i in range(4):
+            write(float(i + 2))
+            for _ in range(3):
+                assert torch.equal(cf(x), x * read())
+        assert cf.replays >= 4
+    finally:
+        write(1.0)
         torch.compiler.reset()

@@ -1,6 +1,7 @@
 """Guards: what must be equal for a recorded step to replay (PyTorch's dynamo guards, kept small)."""
 from __future__ import annotations
 
+from array import array as _array
 from collections import deque as _deque
 from contextvars import ContextVar as _ContextVar
 from queue import Queue as _Queue
@@ -244,8 +245,8 @@ def _opened(o: Any) -> bool:
     if r is None:
         if len(_OPEN) > 1024:
             _OPEN.clear()
-        r = _OPEN[c] = isinstance(o, (dict, list, _deque, set, bytearray)) or (_config_like(o) and
-                                                               not isinstance(o, (tuple, _ModuleType))) or (
+        r = _OPEN[c] = isinstance(o, (dict, list, _deque, set, bytearray, _array, memoryview)) or (
+            _config_like(o) and not isinstance(o, (tuple, _ModuleType))) or (
             bool(_slot_names(c)) and not isinstance(o, (tuple, type, Tensor, Module, Optimizer)))
     return r
 
@@ -271,7 +272,7 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     most = _CONTENTS_MAX if depth >= 2 else _NESTED_MAX
     if o.__class__ is _Environ:  # os.environ (os.getenv): the variables by value (a replay reused the value read)
         return tuple(vars(o)["_data"].items())
-    if isinstance(o, (set, bytearray)):
+    if isinstance(o, (set, bytearray, _array, memoryview)):  # (an array.array or memoryview by its bytes)
         return mutable_key(o)
     if isinstance(o, (_deque, _Queue)):  # a window the loop or the step appends to (``maxlen``), a queue.Queue the
         # step takes a batch from: every entry, as a list read (``q.get()``: the call changed it, a graph break)

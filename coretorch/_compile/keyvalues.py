@@ -3,6 +3,7 @@ array by its values or a digest of them, a set's entries, a bytearray's bytes, t
 attributes a user set on a tensor (see :mod:`.guards`)."""
 from __future__ import annotations
 
+from array import array
 import contextvars
 from functools import partial
 import hashlib
@@ -143,8 +144,13 @@ def _ndarray_digest(a: np.ndarray) -> tuple:
 def mutable_key(o: Any) -> Any:
     """A set's entries (in its iteration order: a loop over it sums in that order) or a bytearray's bytes, held by
     the step's roots: changed in place between calls, a replay reused what the capture read (``len(s)``, ``b[0]``)."""
-    if isinstance(o, bytearray):
-        return bytes(o) if len(o) <= _NDARRAY_MAX else hashlib.blake2b(o, digest_size=16).digest()
+    if isinstance(o, (bytearray, array, memoryview)):  # (an array.array or memoryview: its bytes, and its format)
+        try:
+            b = o if isinstance(o, bytearray) else o.tobytes()
+        except ValueError:  # (a released memoryview: nothing to read, by identity)
+            return id(o)
+        fmt = getattr(o, "typecode", None) or getattr(o, "format", None)
+        return fmt, (bytes(b) if len(b) <= _NDARRAY_MAX else hashlib.blake2b(b, digest_size=16).digest())
     return long_key(o) if len(o) > 1024 else tuple(map(_value, tuple(o)))  # (a snapshot: see guards.contents)
 
 
