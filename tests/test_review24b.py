@@ -4,10 +4,13 @@ their thread and a new thread starts from the defaults; a decorator-context-mana
 once restores each thread's own state; torch.save changes no process-wide state (the umask) another thread's files
 would see; a sampler PyTorch runs as one kernel (Gamma, Dirichlet, Beta, binomial) is one whole draw from the shared
 generator, whatever other threads draw; a compiled function reading a ContextVar computes with the calling
-context's value.  Each scenario is ordered with events/barriers (no sleeps; a bounded join
+context's value, and one reading an array.array, a memoryview, a multiprocessing.Value or a ctypes value another
+thread writes reads its current value.  Each scenario is ordered with events/barriers (no sleeps; a bounded join
 where the fixed code must keep the other thread waiting), so it runs the same interleaving every time."""
 import array
 import contextvars
+import ctypes
+import multiprocessing
 import os
 import stat
 import threading
@@ -369,4 +372,40 @@ def test_a_compiled_function_reads_a_shared_buffer_changed_in_place(device, whic
         assert cf.replays >= 4
     finally:
         write(1.0)
+        torch.compiler.reset()
+
+
+_SHARED = multiprocessing.Value("d", 1.0)
+_RAW = ctypes.c_double(1.0)
+
+
+@pytest.mark.parametrize("which", ["mp_value", "ctypes"])
+def test_a_compiled_function_reads_a_shared_value_another_thread_sets(device, which):
+    """A training step reading a ``multiprocessing.Value`` a monitor thread or a worker process writes (a
+    curriculum level, an epoch counter), or a ctypes value: PyTorch's compiled call reads the current value (dynamo
+    runs the ctypes reads eagerly).  Before: these roots were keyed by identity, so replays kept the value the
+    capture read (silently).  Now they are keyed by their current value (the ctypes object's bytes)."""
+    holder = _SHARED if which == "mp_value" else _RAW
+
+    def f(x):
+        return x * holder.value
+
+    def set_to(i):
+        holder.value = float(i + 2)
+
+    def want(i):
+        return float(i + 2)
+    torch.compiler.reset()
+    cf = torch.compile(f)
+    x = torch.arange(3.0, device=device)
+    try:
+        for i in range(4):
+            t = threading.Thread(target=set_to, args=(i,))  # (another thread sets it between the calls)
+            t.start()
+            t.join(timeout=30)
+            for _ in range(3):
+                assert torch.equal(cf(x), x * want(i))
+        assert cf.replays >= 4
+    finally:
+        _SHARED.value = _RAW.value = 1.0
         torch.compiler.reset()

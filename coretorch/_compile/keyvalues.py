@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from array import array
 import contextvars
+import ctypes
 from functools import partial
 import hashlib
 import math
@@ -73,9 +74,11 @@ def ident(o: Any) -> Any:
         if len(BY_VALUE) > 1024:
             BY_VALUE.clear()
         r = BY_VALUE[c] = "fn" if issubclass(c, (FunctionType, partial)) else "tuple" if issubclass(c, tuple) else \
-            "cv" if c is contextvars.ContextVar else issubclass(c, _VALUE_TYPES)
+            "cv" if c is contextvars.ContextVar else _shared_kind(c) or issubclass(c, _VALUE_TYPES)
     if not r:
         return id(o)
+    if r == "shared":  # (see _shared_kind: its current value, read as another thread or process left it)
+        return (id(o), _shared_value(o))
     if r == "cv":  # (the value the calling thread's context holds, as a threading.local's attributes: by id, a
         # ``scale.get()`` the step read was a constant of the replay, whatever another thread or task had set)
         v = o.get(_UNSET)
@@ -93,6 +96,28 @@ def ident(o: Any) -> Any:
         return (c, (k := _sc(o)), hash(k))
     except TypeError:
         return id(o)
+
+
+def _shared_kind(c: type) -> str | None:
+    """"shared" for the holders of a value other threads or processes set, read through C code no capture sees: a
+    ctypes value or array, a ``multiprocessing.Value`` / ``Array`` (a counter a DataLoader worker reads and the
+    trainer sets).  By identity, a replay reused the value the capture read (PyTorch's dynamo runs those reads
+    eagerly).  (A ``threading.Event`` is left by identity: a step that sets one itself, a hand-off to another
+    thread, would change its own key.)"""
+    if issubclass(c, (ctypes._SimpleCData, ctypes.Array, ctypes.Structure)):
+        return "shared"
+    if c.__module__ == "multiprocessing.sharedctypes" and c.__name__.startswith("Synchronized"):
+        return "shared"
+    return None
+
+
+def _shared_value(o: Any) -> Any:
+    """The current value of a :func:`_shared_kind` holder: its ctypes object's bytes."""
+    obj = o.get_obj() if hasattr(o, "get_obj") else o  # (a Synchronized wrapper: the ctypes object it guards)
+    try:
+        return bytes(memoryview(obj).cast("B"))
+    except (TypeError, ValueError):  # (a ctypes object without a buffer: by identity)
+        return id(obj)
 
 
 def _fn_key(f: Any, depth: int) -> Any:
