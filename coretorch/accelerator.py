@@ -6,9 +6,11 @@ other plugin device type in name order.  With none available, ``is_available()``
 ``current_accelerator(check_available=True)`` is None and the calls that need a device raise PyTorch's "Cannot
 access accelerator device when none is available.", as PyTorch on a CPU-only machine.  ``device('opencl')`` (no
 index) always means ``opencl:0``; the index set with ``set_device_index`` is what ``current_device_index``
-reports (coretorch has no per-thread current device).
+reports; it is per thread, as PyTorch's current device (a CUDA host thread's own): a new thread starts at 0.
 """
 from __future__ import annotations
+
+import threading
 
 from ._backend import backends as _backends
 from .device import device as _device
@@ -16,7 +18,13 @@ from .device import device as _device
 __all__ = ["is_available", "current_accelerator", "device_count", "current_device_index", "set_device_index",
            "current_device_idx", "set_device_idx", "synchronize", "device_index", "empty_cache"]
 
-_index = 0
+
+
+class _Current(threading.local):
+    index = 0  # (every thread's start, as PyTorch's: a thread's set_device_index leaves the others' index alone)
+
+
+_current = _Current()
 _NONE = "Cannot access accelerator device when none is available."  # PyTorch's error without an accelerator
 
 
@@ -73,19 +81,18 @@ def device_count() -> int:
 def current_device_index() -> int:
     """The index set by ``set_device_index`` (0 by default).  Without an accelerator this raises, as PyTorch."""
     _require()
-    return _index
+    return _current.index
 
 
 def set_device_index(device) -> None:
     """Record the current accelerator index (a device of the accelerator's type, or an int)."""
-    global _index
     idx = device.index if isinstance(device, _device) else int(device)
     n = _require()[1].device_count()
     if idx is None or idx == -1:
         return
     if not 0 <= idx < n:
         raise RuntimeError(f"invalid device index {idx}: the accelerator has {n} device(s)")
-    _index = idx
+    _current.index = idx
 
 
 current_device_idx = current_device_index  # the names of PyTorch 2.6
@@ -120,11 +127,10 @@ class device_index:
         self.idx = device
 
     def __enter__(self):
-        self.prev = _index
+        self.prev = _current.index
         if self.idx is not None:
             set_device_index(self.idx)
 
     def __exit__(self, *exc):
-        global _index
-        _index = self.prev
+        _current.index = self.prev
         return False

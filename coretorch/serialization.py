@@ -32,10 +32,10 @@ import json
 import math
 import mmap as _mmap
 import os
+import random
 import re
 import stat
 import struct
-import tempfile
 import time
 import zlib
 from collections import Counter, OrderedDict, defaultdict
@@ -74,10 +74,23 @@ def _write_bytes(f, data: bytes) -> None:
         view = view[n:]
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+_TMP_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_"  # (tempfile's: _remove_stale_temps knows such names)
+
+
+def _create_tmp(directory: str, prefix: str) -> tuple[int, str]:
+    """A new empty ``<prefix><8 random chars>.tmp`` in ``directory``, open for writing: created with mode 0o666,
+    which the kernel reduces by the process umask as PyTorch's ``open(f, "wb")`` does.  (Reading the umask means
+    setting it: ``os.umask(0)`` and back was a process-wide change, so a file another thread created meanwhile
+    was world-writable, and two saves at once left the process's umask at 0 for good.)"""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    rng = random.SystemRandom()
+    for _ in range(100):
+        name = os.path.join(directory, prefix + "".join(rng.choices(_TMP_CHARS, k=8)) + ".tmp")
+        try:
+            return os.open(name, flags, 0o666), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"coretorch.save: no usable temporary file name in {directory}")
 
 
 def _tmp_prefix(path: str) -> str:
@@ -133,17 +146,18 @@ def _atomic_write(path: str, data: bytes) -> None:
     if os.path.isdir(path):  # (os.replace's IsADirectoryError names the temporary file; PyTorch: RuntimeError)
         raise _errors.DirectoryError(f"coretorch.save: {path} is a directory; save needs a file path")
     try:
-        mode = os.stat(path).st_mode & 0o7777
+        mode: int | None = os.stat(path).st_mode & 0o7777  # (a file replaced keeps its mode, as open(path, "wb"))
     except FileNotFoundError:
-        mode = 0o666 & ~_umask()
+        mode = None  # (a new file: the mode _create_tmp's open gave it)
     # the pid in the name lets a later save tell a killed writer's file from one still being written
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f"{_tmp_prefix(path)}{os.getpid()}.", suffix=".tmp")
+    fd, tmp = _create_tmp(directory, f"{_tmp_prefix(path)}{os.getpid()}.")
     try:
         with os.fdopen(fd, "wb") as f:
             _write_bytes(f, data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, mode)
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -1,7 +1,9 @@
 """Guards: what must be equal for a recorded step to replay (PyTorch's dynamo guards, kept small)."""
 from __future__ import annotations
 
+from array import array as _array
 from collections import deque as _deque
+from contextvars import ContextVar as _ContextVar
 from queue import Queue as _Queue
 import dis
 import numbers as _numbers
@@ -26,7 +28,7 @@ from .held import held as _held, helper_cells, helpers as _helpers, methods_name
 from .slots import slot_names as _slot_names
 from .strides import loose
 from .argtree import record as _record
-from .keyvalues import (_NDARRAY_MAX, BY_VALUE as _BY_VALUE, _Ident, _ndarray_digest, _ndarray_key, _sc, _value,
+from .keyvalues import (_NDARRAY_MAX, _UNSET, BY_VALUE as _BY_VALUE, _Ident, _ndarray_digest, _ndarray_key, _sc, _value,
                         ident as _ident, long_key, mutable_key, user_attrs)
 
 _SCALARS = (bool, int, float, str, type(None))
@@ -243,8 +245,8 @@ def _opened(o: Any) -> bool:
     if r is None:
         if len(_OPEN) > 1024:
             _OPEN.clear()
-        r = _OPEN[c] = isinstance(o, (dict, list, _deque, set, bytearray)) or (_config_like(o) and
-                                                               not isinstance(o, (tuple, _ModuleType))) or (
+        r = _OPEN[c] = isinstance(o, (dict, list, _deque, set, bytearray, _array, memoryview)) or (
+            _config_like(o) and not isinstance(o, (tuple, _ModuleType))) or (
             bool(_slot_names(c)) and not isinstance(o, (tuple, type, Tensor, Module, Optimizer)))
     return r
 
@@ -270,7 +272,7 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     most = _CONTENTS_MAX if depth >= 2 else _NESTED_MAX
     if o.__class__ is _Environ:  # os.environ (os.getenv): the variables by value (a replay reused the value read)
         return tuple(vars(o)["_data"].items())
-    if isinstance(o, (set, bytearray)):
+    if isinstance(o, (set, bytearray, _array, memoryview)):  # (an array.array or memoryview by its bytes)
         return mutable_key(o)
     if isinstance(o, (_deque, _Queue)):  # a window the loop or the step appends to (``maxlen``), a queue.Queue the
         # step takes a batch from: every entry, as a list read (``q.get()``: the call changed it, a graph break)
@@ -343,6 +345,8 @@ _OBJ_NAMES: dict[int, tuple] = {}
 
 def _entry(v: Any, names: tuple, depth: int) -> Any:
     """An entry of :func:`contents` that is no Python number: its key (:func:`_ident`), and one level further."""
+    if v.__class__ is _ContextVar:  # (its value in the calling context, keyed as the entry itself would be)
+        return id(v), _entry(v.get(_UNSET), names, depth)
     if depth and (_opened(v) or isinstance(v, tuple) and _holds_opened(v)):
         return (id(v), contents(v, names, None, depth - 1))
     if v.__class__ is np.ndarray and v.nbytes <= _ENTRY_ARRAY_MAX:  # (read on the host: ``float(cfg["cw"][0])``)
@@ -360,6 +364,10 @@ def root_key(objs: list, names: tuple = (), lens: dict | None = None, appends: f
     out: list = []
     for o in objs:
         c = o.__class__
+        if c is _ContextVar:  # (the value the calling thread's or task's context holds, keyed as a root of its own:
+            out.append(id(o))  # a number by value, a dict by its entries; by identity, a replay reused the capture's)
+            o = o.get(_UNSET)
+            c = o.__class__
         if c in _SCALAR_SET:  # (the classes below: 2, 2.0 and True are equal keys but promote differently)
             out.append(o if c is not float or o and o == o else _sc(o))
         else:

@@ -3,6 +3,9 @@ array by its values or a digest of them, a set's entries, a bytearray's bytes, t
 attributes a user set on a tensor (see :mod:`.guards`)."""
 from __future__ import annotations
 
+from array import array
+import contextvars
+import ctypes
 from functools import partial
 import hashlib
 import math
@@ -54,11 +57,12 @@ def _value(v: Any) -> Any:
 
 # class -> whether :func:`ident` keys its instances by value (True: immutable values, numpy scalars, Fraction,
 # Decimal, complex, range, slice, frozenset; "fn": functions and partials, by the numbers they hold; "tuple":
-# tuples, by their entries): by id alone,
+# tuples, by their entries; "cv": a ContextVar, by the value the calling context holds): by id alone,
 # a new one made where a freed one was (``G = np.float64(i)``, ``act = partial(mul, k)`` at each call) matched,
 # and the replay reused the freed one's numbers; False for any other class (by id)
 BY_VALUE: dict[type, Any] = {}
 _VALUE_TYPES = (np.generic, numbers.Number, range, slice, frozenset)
+_UNSET = object()  # (a ContextVar without a value in this context, nor a default)
 
 
 def ident(o: Any) -> Any:
@@ -70,9 +74,15 @@ def ident(o: Any) -> Any:
         if len(BY_VALUE) > 1024:
             BY_VALUE.clear()
         r = BY_VALUE[c] = "fn" if issubclass(c, (FunctionType, partial)) else "tuple" if issubclass(c, tuple) else \
-            issubclass(c, _VALUE_TYPES)
+            "cv" if c is contextvars.ContextVar else _shared_kind(c) or issubclass(c, _VALUE_TYPES)
     if not r:
         return id(o)
+    if r == "shared":  # (see _shared_kind: its current value, read as another thread or process left it)
+        return (id(o), _shared_value(o))
+    if r == "cv":  # (the value the calling thread's context holds, as a threading.local's attributes: by id, a
+        # ``scale.get()`` the step read was a constant of the replay, whatever another thread or task had set)
+        v = o.get(_UNSET)
+        return (id(o), v if v is _UNSET else _value(v) if v.__class__ in _SCALAR_SET else ident(v))
     if r == "tuple":  # (its entries, one level: a global tuple of numbers rebuilt at each call; a long one by a
         # digest of them: by id, a new one made where a freed one was replayed the freed one's numbers)
         return (c, tuple(map(_value, o))) if len(o) <= 64 else (c, long_key(o))
@@ -86,6 +96,28 @@ def ident(o: Any) -> Any:
         return (c, (k := _sc(o)), hash(k))
     except TypeError:
         return id(o)
+
+
+def _shared_kind(c: type) -> str | None:
+    """"shared" for the holders of a value other threads or processes set, read through C code no capture sees: a
+    ctypes value or array, a ``multiprocessing.Value`` / ``Array`` (a counter a DataLoader worker reads and the
+    trainer sets).  By identity, a replay reused the value the capture read (PyTorch's dynamo runs those reads
+    eagerly).  (A ``threading.Event`` is left by identity: a step that sets one itself, a hand-off to another
+    thread, would change its own key.)"""
+    if issubclass(c, (ctypes._SimpleCData, ctypes.Array, ctypes.Structure)):
+        return "shared"
+    if c.__module__ == "multiprocessing.sharedctypes" and c.__name__.startswith("Synchronized"):
+        return "shared"
+    return None
+
+
+def _shared_value(o: Any) -> Any:
+    """The current value of a :func:`_shared_kind` holder: its ctypes object's bytes."""
+    obj = o.get_obj() if hasattr(o, "get_obj") else o  # (a Synchronized wrapper: the ctypes object it guards)
+    try:
+        return bytes(memoryview(obj).cast("B"))
+    except (TypeError, ValueError):  # (a ctypes object without a buffer: by identity)
+        return id(obj)
 
 
 def _fn_key(f: Any, depth: int) -> Any:
@@ -137,8 +169,13 @@ def _ndarray_digest(a: np.ndarray) -> tuple:
 def mutable_key(o: Any) -> Any:
     """A set's entries (in its iteration order: a loop over it sums in that order) or a bytearray's bytes, held by
     the step's roots: changed in place between calls, a replay reused what the capture read (``len(s)``, ``b[0]``)."""
-    if isinstance(o, bytearray):
-        return bytes(o) if len(o) <= _NDARRAY_MAX else hashlib.blake2b(o, digest_size=16).digest()
+    if isinstance(o, (bytearray, array, memoryview)):  # (an array.array or memoryview: its bytes, and its format)
+        try:
+            b = o if isinstance(o, bytearray) else o.tobytes()
+        except ValueError:  # (a released memoryview: nothing to read, by identity)
+            return id(o)
+        fmt = getattr(o, "typecode", None) or getattr(o, "format", None)
+        return fmt, (bytes(b) if len(b) <= _NDARRAY_MAX else hashlib.blake2b(b, digest_size=16).digest())
     return long_key(o) if len(o) > 1024 else tuple(map(_value, tuple(o)))  # (a snapshot: see guards.contents)
 
 

@@ -240,10 +240,19 @@ class autocast:
         tls.dtype[self.device] = self.prev_fastdtype
         tls.cache_enabled = self.prev_cache_enabled
 
+    def _copy(self) -> autocast:
+        """A new instance of the same settings (as resolved here: no second warning, no re-read of defaults)."""
+        c = object.__new__(type(self))
+        c.__dict__.update(self.__dict__)
+        return c
+
     def __call__(self, func):
         @functools.wraps(func)
         def decorate_autocast(*args, **kwargs):
-            with self:
+            # a copy per call: __enter__ keeps the caller's previous state on the instance, so threads running the
+            # decorated function at once through one instance restored each other's (a thread left with autocast
+            # on after the call). PyTorch enters the shared instance (the same race); no_grad's decorator copies.
+            with self._copy():
                 return func(*args, **kwargs)
         return decorate_autocast
 

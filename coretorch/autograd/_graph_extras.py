@@ -28,8 +28,20 @@ def get_gradient_edge(tensor: Any) -> GradientEdge:
     node, nr = _grad_edge(tensor)
     return GradientEdge(node, nr)
 
-# the message of the innermost ``disable_saved_tensors_hooks`` (None: hooks allowed), as PyTorch's global switch
-_DISABLED: list = [None]
+
+
+class _Disabled(threading.local):
+    """The message of this thread's innermost ``disable_saved_tensors_hooks`` (None: hooks allowed), and the
+    messages its open blocks replaced (a stack: one instance entered by several threads, or as a decorator, keeps
+    each block's own).  Per thread, as PyTorch's (SavedTensorDefaultHooksTLS): one thread's block leaves another
+    thread's ``save_on_cpu`` working."""
+    message: str | None = None
+
+    def __init__(self) -> None:
+        self.stack: list = []
+
+
+_DISABLED = _Disabled()
 
 
 def increment_version(tensor: Any) -> None:
@@ -60,8 +72,8 @@ class saved_tensors_hooks(_ContextDecorator):
         self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
 
     def __enter__(self) -> "saved_tensors_hooks":
-        if _DISABLED[0] is not None:
-            raise RuntimeError(_DISABLED[0])
+        if _DISABLED.message is not None:
+            raise RuntimeError(_DISABLED.message)
         raise NotImplementedError("torch.autograd.graph.saved_tensors_hooks is not supported by coretorch: the "
                                   "tensors saved for the backward cannot be packed and unpacked by user hooks")
 
@@ -78,8 +90,8 @@ class save_on_cpu(_ContextDecorator):
         self.pin_memory, self.device_type = pin_memory, device_type
 
     def __enter__(self) -> "save_on_cpu":
-        if _DISABLED[0] is not None:
-            raise RuntimeError(_DISABLED[0])
+        if _DISABLED.message is not None:
+            raise RuntimeError(_DISABLED.message)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -93,12 +105,12 @@ class disable_saved_tensors_hooks(_ContextDecorator):
         self.error_message = error_message
 
     def __enter__(self) -> "disable_saved_tensors_hooks":
-        self._prev = _DISABLED[0]
-        _DISABLED[0] = self.error_message
+        _DISABLED.stack.append(_DISABLED.message)
+        _DISABLED.message = self.error_message
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _DISABLED[0] = self._prev
+        _DISABLED.message = _DISABLED.stack.pop()
 
 
 class _MultiHandle:

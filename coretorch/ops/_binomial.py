@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from .. import dtypes as _dt
+from .._rnglock import LOCK as _RNG_LOCK
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from ._util import broadcast_shapes, data_read
@@ -116,9 +117,10 @@ def binomial(count: Tensor, prob: Tensor, generator=None) -> Tensor:
         live = (n > 0) & (q > 0)
         nl, ql = n.where(live, 0.0), q.where(live, 0.0)
         big = live & (nl * ql >= 10)
-        k = _inversion(nl.where(~big, 0.0), ql.where(~big, 0.0), generator)
-        if bool(big.any()):
-            k = _btrs(nl.where(big, 10.0 / 0.5), ql.where(big, 0.5), generator).where(big, k)
+        with _RNG_LOCK:  # one whole draw, as PyTorch's single kernel holding its generator's mutex (see _gamma)
+            k = _inversion(nl.where(~big, 0.0), ql.where(~big, 0.0), generator)
+            if bool(big.any()):
+                k = _btrs(nl.where(big, 10.0 / 0.5), ql.where(big, 0.5), generator).where(big, k)
         k = (n - k).where(flip, k)
         out = k.where(live, n.where(p >= 1.0, 0.0)).where(n > 0, 0.0)
         out = out.where(~p.isnan(), p)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from .. import dtypes as _dt
+from .._rnglock import LOCK as _RNG_LOCK
 from ..autograd.graph import Node
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..tensor import Tensor, _make
@@ -65,22 +66,25 @@ def _draw(alpha: Tensor, generator) -> Tensor:
     out = C.zeros_like(a)
     todo = C.ones_like(a, dtype=_dt.bool_)
     tiny = _dt.finfo(a.dtype).tiny
-    for _ in range(_MAX_ROUNDS):
-        z = Rn.randn(tuple(a.shape), dtype=a.dtype, device=a.device, generator=generator)
+    # one whole draw, as PyTorch's single kernel holds its generator's mutex: another thread's draw from the same
+    # generator between two rounds took numbers from the middle of this sample's stream
+    with _RNG_LOCK:
+        for _ in range(_MAX_ROUNDS):
+            z = Rn.randn(tuple(a.shape), dtype=a.dtype, device=a.device, generator=generator)
+            u = Rn.rand(tuple(a.shape), dtype=a.dtype, device=a.device, generator=generator)
+            v = P.pow(P.add(P.mul(c, z), 1.0), 3)
+            logv = P.log(P.clamp(v, min=tiny))
+            bound = P.add(P.add(P.mul(P.mul(z, z), 0.5), d), P.sub(P.mul(d, logv), P.mul(d, v)))
+            ok = P.logical_and(P.gt(v, 0.0), P.lt(P.log(u), bound))
+            out = P.where(P.logical_and(ok, todo), P.mul(d, v), out)
+            todo = P.logical_and(todo, P.logical_not(ok))
+            # (a checked read of a replay: another number of rounds sets the generators back and runs the call eagerly;
+            # after the step wrote state that could only raise, so then a graph break)
+            data_read("a Gamma, Beta or Dirichlet draw takes as many rejection rounds as its random numbers need")
+            if not bool(R.any(todo)):
+                break
         u = Rn.rand(tuple(a.shape), dtype=a.dtype, device=a.device, generator=generator)
-        v = P.pow(P.add(P.mul(c, z), 1.0), 3)
-        logv = P.log(P.clamp(v, min=tiny))
-        bound = P.add(P.add(P.mul(P.mul(z, z), 0.5), d), P.sub(P.mul(d, logv), P.mul(d, v)))
-        ok = P.logical_and(P.gt(v, 0.0), P.lt(P.log(u), bound))
-        out = P.where(P.logical_and(ok, todo), P.mul(d, v), out)
-        todo = P.logical_and(todo, P.logical_not(ok))
-        # (a checked read of a replay: another number of rounds sets the generators back and runs the call eagerly;
-        # after the step wrote state that could only raise, so then a graph break)
-        data_read("a Gamma, Beta or Dirichlet draw takes as many rejection rounds as its random numbers need")
-        if not bool(R.any(todo)):
-            break
-    u = Rn.rand(tuple(a.shape), dtype=a.dtype, device=a.device, generator=generator)
-    out = P.where(boost, P.mul(out, P.pow(u, P.reciprocal(a))), out)
+        out = P.where(boost, P.mul(out, P.pow(u, P.reciprocal(a))), out)
     return P.clamp(out, min=tiny)  # as PyTorch: a draw that underflows is the smallest normal number
 
 
