@@ -176,8 +176,8 @@ CASES += [
     OpCase("householder_product.tau", ct.linalg.householder_product, None, (A((4, 2)), A((3,))),
            raises=RuntimeError),
     OpCase("ormqr", ct.ormqr, _ormqr_ref(True, False), (A((4, 3)), A((3,)), A((4, 2)))),
-    OpCase("ormqr.t", lambda a, t, c: a.ormqr(t, c, transpose=True), _ormqr_ref(True, True),
-           (A((4, 3)), A((2,)), A((4, 2), layout="s"))),
+    OpCase("ormqr.t", lambda a, t, c: a.ormqr(t, c, transpose=True), _ormqr_ref(True, True),  # (tau: PyTorch
+           (A((4, 3)), A((3,)), A((4, 2), layout="s"))),  # requires min(other.shape[-2], input.shape[-1]) entries)
     OpCase("ormqr.right", lambda a, t, c: ct.ormqr(a, t, c, left=False), _ormqr_ref(False, False),
            (A((4, 3)), A((3,)), A((2, 4)))),
     OpCase("ormqr.right_t", lambda a, t, c: ct.ormqr(a, t, c, left=False, transpose=True), _ormqr_ref(False, True),

@@ -451,6 +451,9 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
         if input.dtype is _dt.uint8 and (min_val < 0 or max_val < 0):
             raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
         min_val, max_val = math.trunc(min_val), math.trunc(max_val)
+    elif isinstance(input, Tensor):  # a bound past the dtype's range: PyTorch's overflow error (half is clamped in
+        _dt.fit_scalar(min_val, input.dtype)  # float32 below, where the bound would fit)
+        _dt.fit_scalar(max_val, input.dtype)
     x = _src(input, inplace)
     out = _pointwise_node(HardtanhBackward0, x, lambda v: _P.clamp(v, min_val, max_val), lo=min_val, hi=max_val)
     return _inplace_result(input, out) if inplace else out
