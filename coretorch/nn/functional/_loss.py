@@ -108,8 +108,35 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     input, target = _pointwise_target("mse_loss", *_loss_dtypes("mse_cpu", input, target))
+    if weight is None and _needs_graph(input, target):
+        # one MseLossBackward0 node with edges to input and target, as PyTorch's (a tutorial walks
+        # loss.grad_fn.next_functions[0][0] to the Linear's AddmmBackward0), not the last op of a composite
+        with _no_grad():
+            d = _P.sub(input, target)
+            out = _reduce(_P.mul(d, d), reduction)
+        node = MseLossBackward0()
+        node.reduction = reduction
+        node.need = (input._rg, target._rg)
+        node.save(input, target)
+        return _record(node, out._data, out.dtype, out._be, input, target)
     d = _P.sub(input, target)
     return _reduce(_weighted(_P.mul(d, d), weight), reduction)
+
+
+class MseLossBackward0(Node):
+    """PyTorch's mse_loss_backward: input 2 (x - y) g (over numel for 'mean'), target its negation.  Tensor ops:
+    double backward works."""
+    __slots__ = ("reduction", "need")
+
+    def backward(self, g):
+        x, y = self.saved()
+        d = _P.sub(x, y)
+        if self.reduction == "mean":
+            g = _P.mul(g, 2.0 / max(d.numel(), 1))  # (an empty input: an empty gradient, no division by 0)
+        else:
+            g = _P.mul(g, 2.0)
+        gx = _P.mul(d, g)
+        return (gx if self.need[0] else None, _P.neg(gx) if self.need[1] else None)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):

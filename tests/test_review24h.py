@@ -1,0 +1,130 @@
+"""Review 24h: PyTorch's tutorials (github.com/pytorch/tutorials) ported by their imports and run side by side with
+PyTorch 2.13 (basics, blitz, introyt, nlp, examples, intermediate): each test reproduces one divergence the ports
+printed (a value, a grad_fn graph walk, an error message), fixed in coretorch."""
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn.functional as F
+
+
+def _names(t):
+    return [None if n is None else type(n).__name__ for n, _ in t.grad_fn.next_functions]
+
+
+def test_broadcast_error_names_rightmost_mismatch(device):
+    """tensors_deeper_tutorial: ``torch.rand(2, 3) * torch.rand(3, 2)``.  PyTorch's infer_size scans from the last
+    dimension and reports "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension
+    1"; coretorch named the first mismatch from the left (dimension 0, sizes 2 and 3)."""
+    a, b = torch.ones(2, 3, device=device), torch.ones(3, 2, device=device)
+    with pytest.raises(RuntimeError, match=r"size of tensor a \(3\) must match the size of tensor b \(2\) at "
+                                           r"non-singleton dimension 1"):
+        a * b
+    x = torch.ones(4, 3, 2, device=device)
+    for other in (torch.ones(4, 3, device=device), torch.ones(2, 3, device=device)):
+        with pytest.raises(RuntimeError, match=r"tensor a \(2\) must match the size of tensor b \(3\) at "
+                                               r"non-singleton dimension 2"):
+            x * other
+
+
+def test_scalar_operand_keeps_an_edge(device):
+    """autogradyt_tutorial prints ``d.grad_fn.next_functions`` for ``d = 2 * sin(a) + 1``: PyTorch wraps the Python
+    number into a tensor, so AddBackward0/MulBackward0 (and sub/div) have two edges, ``((MulBackward0, 0), (None,
+    0))``; coretorch's had one.  Gradients are unchanged."""
+    a = torch.linspace(0.0, 1.0, 5, device=device, requires_grad=True)
+    b = torch.sin(a)
+    c = 2 * b
+    d = c + 1
+    assert _names(d) == ["MulBackward0", None]
+    assert _names(c) == ["SinBackward0", None]
+    for y in (a - 1, a / 2, a.add(1, alpha=2), a.sub(1, alpha=3), torch.mul(a, 3.0), torch.true_divide(a, 2)):
+        assert _names(y) == ["AccumulateGrad", None]
+        assert len(y.grad_fn.next_functions) == 2
+    assert _names(a ** 2) == ["AccumulateGrad"]  # pow.Tensor_Scalar: one edge, as PyTorch's
+    (d.sum() + (a / 2).sum()).backward()
+    np.testing.assert_allclose(a.grad.cpu().numpy(), 2 * np.cos(np.linspace(0, 1, 5)) + 0.5, rtol=1e-5)
+
+
+def test_number_minus_tensor_is_rsub(device):
+    """``1 - x`` and ``torch.rsub(x, 2.)``: PyTorch records rsub.Scalar's RsubBackward1 with one edge; coretorch
+    recorded SubBackward0 with edges (None, x).  Values, gradients (alpha too) and double backward hold."""
+    x = torch.tensor([1.0, 2.0], device=device, requires_grad=True)
+    y = 1 - x
+    assert y.grad_fn.name() == "RsubBackward1" and _names(y) == ["AccumulateGrad"]
+    (y * torch.tensor([1.0, 3.0], device=device)).sum().backward()
+    assert x.grad.tolist() == [-1.0, -3.0]
+    z = torch.rsub(x, 2.0, alpha=3)
+    assert z.grad_fn.name() == "RsubBackward1" and z.tolist() == [-1.0, -4.0]
+    g, = torch.autograd.grad(z.sum(), x, create_graph=True)
+    assert g.tolist() == [-3.0, -3.0]
+    assert (1 - torch.tensor([1, 2], device=device)).tolist() == [0, -1]  # no graph: integers as before
+    p = torch.nn.Parameter(torch.tensor([1.0], device=device))
+    assert (2.5 - p).grad_fn.name() == "RsubBackward1"
+
+
+def test_mse_loss_node_edges(device):
+    """neural_networks_tutorial walks ``loss.grad_fn.next_functions[0][0]`` from an MSELoss to the last Linear's
+    AddmmBackward0 and on to ``AccumulateGrad``.  PyTorch's MseLossBackward0 has edges (input, target); coretorch's
+    mse_loss was a renamed composite (MulBackward0 -> SubBackward0 inside).  Gradients (also of the target, and
+    second order) are 2 (x - y) g, over numel for 'mean'."""
+    x0 = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 7.0]], np.float32)
+    y0 = np.array([[0.5, 2.0, 1.0], [1.0, 1.0, 1.0]], np.float32)
+    for red, scale in (("mean", 2.0 / 6), ("sum", 2.0), ("none", 2.0)):
+        x = torch.tensor(x0, device=device, requires_grad=True)
+        y = torch.tensor(y0, device=device, requires_grad=True)
+        loss = F.mse_loss(x, y, reduction=red)
+        assert loss.grad_fn.name() == "MseLossBackward0"
+        assert _names(loss) == ["AccumulateGrad", "AccumulateGrad"]
+        expect = (x0 - y0) ** 2
+        np.testing.assert_allclose(loss.detach().cpu().numpy(),
+                                   expect if red == "none" else expect.mean() if red == "mean" else expect.sum(),
+                                   rtol=1e-6)
+        gx, gy = torch.autograd.grad(loss.sum(), (x, y), create_graph=True)
+        np.testing.assert_allclose(gx.detach().cpu().numpy(), scale * (x0 - y0), rtol=1e-6)
+        np.testing.assert_allclose(gy.detach().cpu().numpy(), -scale * (x0 - y0), rtol=1e-6)
+        ggx, = torch.autograd.grad((gx * gx).sum(), x)  # d/dx sum((s (x - y))^2) = 2 s^2 (x - y)
+        np.testing.assert_allclose(ggx.cpu().numpy(), 2 * scale ** 2 * (x0 - y0), rtol=1e-5)
+    lin = torch.nn.Linear(3, 2).to(device)
+    out = lin(torch.relu(torch.ones(4, 3, device=device, requires_grad=True)))
+    loss = torch.nn.MSELoss()(out, torch.zeros(4, 2, device=device))
+    assert _names(loss) == ["AddmmBackward0", None]
+    e = torch.zeros(0, device=device, requires_grad=True)
+    le = F.mse_loss(e, torch.zeros(0, device=device))
+    le.backward()
+    assert np.isnan(le.item()) and e.grad.shape == (0,)
+
+
+def test_linear_node_edges_in_addmm_order(device):
+    """PyTorch's Linear is addmm(bias, input, weight.t()): ``next_functions`` is (bias, input, weight) and the
+    tutorial's ``...next_functions[0][0]`` is the bias's AccumulateGrad; coretorch's order was (input, weight,
+    bias).  The gradients still reach each parameter (the hook's grad_inputs come in that order too)."""
+    lin = torch.nn.Linear(3, 2).to(device)
+    x = torch.ones(4, 3, device=device, requires_grad=True)
+    h = torch.relu(x)
+    out = lin(h)
+    fns = out.grad_fn.next_functions
+    assert type(out.grad_fn).__name__ == "AddmmBackward0"
+    assert fns[0][0].variable is lin.bias and type(fns[1][0]).__name__ == "ReluBackward0"
+    assert fns[2][0].variable is lin.weight
+    seen = []
+    out.grad_fn.register_hook(lambda gi, go: seen.append([None if g is None else tuple(g.shape) for g in gi]))
+    out.sum().backward()
+    assert seen == [[(2,), (4, 3), (2, 3)]]
+    assert lin.bias.grad.tolist() == [4.0, 4.0]
+    np.testing.assert_allclose(lin.weight.grad.cpu().numpy(), np.full((2, 3), 4.0))
+    np.testing.assert_allclose(x.grad.cpu().numpy(), np.tile(lin.weight.detach().cpu().numpy().sum(0), (4, 1)),
+                               rtol=1e-6)
+    nb = torch.nn.Linear(3, 2, bias=False).to(device)
+    y = nb(x)
+    assert type(y.grad_fn).__name__ == "MmBackward0" and y.grad_fn.next_functions[1][0].variable is nb.weight
+    y.sum().backward()
+    np.testing.assert_allclose(nb.weight.grad.cpu().numpy(), np.full((2, 3), 4.0))
+
+
+def test_nonleaf_grad_warning_text():
+    """The warning on reading a non-leaf's ``.grad`` ends "for more information." in PyTorch (coretorch:
+    "informations")."""
+    x = torch.ones(2, requires_grad=True)
+    y = x * 2
+    with pytest.warns(UserWarning, match=r"for more information\.$"):
+        y.grad
