@@ -128,3 +128,15 @@ def test_nonleaf_grad_warning_text():
     y = x * 2
     with pytest.warns(UserWarning, match=r"for more information\.$"):
         y.grad
+
+
+def test_torch_functional_namespace():
+    """modelsyt_tutorial: ``import torch.functional as F``.  PyTorch has the module (einsum, norm, split, unique,
+    ...); coretorch raised ModuleNotFoundError.  Its names are the package's functions; stft needs complex."""
+    import coretorch.functional as Fn
+    from coretorch.functional import einsum, split
+    assert torch.functional is Fn and einsum is torch.einsum and split is torch.split
+    assert Fn.norm is torch.norm and Fn.unique is torch.unique and Fn.broadcast_shapes((2, 1), (3,)) == (2, 3)
+    assert "einsum" in dir(Fn) and not hasattr(Fn, "max_pool2d")  # (not in PyTorch's torch.functional either)
+    with pytest.raises(AttributeError, match="complex"):
+        Fn.stft
