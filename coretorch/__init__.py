@@ -67,7 +67,7 @@ from . import _subclass  # noqa: F401  (as_subclass; user subclasses' methods go
 from .nn import _grad_fn_names  # noqa: F401  (PyTorch's grad_fn names for nn.functional's composite ops)
 from ._compat import *  # noqa: F401,F403
 from ._tensor_str import set_printoptions  # noqa: F401
-from . import _C, accelerator, compiler, cpu, cuda, functional, jit, mps, multiprocessing, onnx, types, version, xpu  # noqa: F401,E501
+from . import _C, accelerator, compiler, cpu, cuda, jit, mps, multiprocessing, onnx, types, version, xpu  # noqa: F401
 from . import __future__  # noqa: F401,E402  (torch.__future__: Module conversion flags)
 from . import _dynamo, _inductor, _logging  # noqa: F401  (torch._dynamo.config, torch._inductor.config, set_logs)
 from . import sparse  # noqa: F401  (dense-backed sparse COO tensors; binds is_sparse, to_sparse, ...)
@@ -215,6 +215,8 @@ from ._docs import apply as _apply_docs  # noqa: E402
 
 _apply_docs(_sys.modules[__name__])  # docstrings of generated ops and of Tensor's bound methods (coretorch/_docs.py)
 
+
+from . import functional  # noqa: E402,F401  (torch.functional: imported once every name it re-exports is bound)
 
 def __getattr__(name: str):
     # torch.distributions and torch.testing are imported on first use (large; most programs never touch them)
