@@ -218,6 +218,7 @@ _apply_docs(_sys.modules[__name__])  # docstrings of generated ops and of Tensor
 
 from . import functional  # noqa: E402,F401  (torch.functional: imported once every name it re-exports is bound)
 
+
 def __getattr__(name: str):
     # torch.distributions and torch.testing are imported on first use (large; most programs never touch them)
     if name in ("distributions", "testing"):
