@@ -140,3 +140,52 @@ def test_torch_functional_namespace():
     assert "einsum" in dir(Fn) and not hasattr(Fn, "max_pool2d")  # (not in PyTorch's torch.functional either)
     with pytest.raises(AttributeError, match="complex"):
         Fn.stft
+
+
+def _chain(t):
+    names, n = [], t.grad_fn
+    while n is not None:
+        names.append(type(n).__name__)
+        nxt = [m for m, _ in n.next_functions if m is not None]
+        n = nxt[0] if nxt else None
+    return names
+
+
+def test_inplace_op_edges_to_the_old_node(device):
+    """custom_function_double_backward_tutorial draws the graph of a backward that does ``grad_input += ...``:
+    PyTorch's in-place node edges straight to the tensor's old node (``y = x * 2; y += 1``: AddBackward0 ->
+    MulBackward0); coretorch put a CloneBackward0 between them.  Gradients, saved-input semantics (``mul_`` saves the
+    old value) and the version check of a saved output are unchanged."""
+    x = torch.tensor([0.5, 1.0], device=device, requires_grad=True)
+    y = x * 2
+    y += 1
+    assert _chain(y) == ["AddBackward0", "MulBackward0", "AccumulateGrad"]
+    z = x * 3
+    z.mul_(x)  # d(3x * x)/dx = 6x: mul_ read z's old value
+    z -= x
+    assert _chain(z) == ["SubBackward0", "MulBackward0", "MulBackward0", "AccumulateGrad"]
+    z.sum().backward()
+    np.testing.assert_allclose(x.grad.cpu().numpy(), [6 * 0.5 - 1, 6 * 1.0 - 1])
+    e = x.exp()
+    e.add_(1)  # exp saved its result: the backward must refuse the changed value
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        e.sum().backward()
+
+    class Twice(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return t * 2
+
+        @staticmethod
+        def backward(ctx, go):
+            t, = ctx.saved_tensors
+            gi = go * t / 2
+            gi += go * t
+            return gi
+
+    w = torch.tensor([0.5, 1.0], device=device, requires_grad=True)
+    g, = torch.autograd.grad(Twice.apply(w).sum(), w, create_graph=True)
+    assert _chain(g) == ["AddBackward0", "DivBackward0", "MulBackward0", "AccumulateGrad"]
+    gg, = torch.autograd.grad(g.sum(), w)
+    assert gg.tolist() == [1.5, 1.5]
