@@ -189,3 +189,44 @@ def test_inplace_op_edges_to_the_old_node(device):
     assert _chain(g) == ["AddBackward0", "DivBackward0", "MulBackward0", "AccumulateGrad"]
     gg, = torch.autograd.grad(g.sum(), w)
     assert gg.tolist() == [1.5, 1.5]
+
+
+def test_sdpa_output_follows_the_query_layout():
+    """scaled_dot_product_attention_tutorial's CausalSelfAttention: ``q = proj.chunk(3, -1)[0].view(B, L, H, E)
+    .transpose(1, 2)``, then ``y.transpose(1, 2).view(B, L, H * E)``.  PyTorch's CPU flash kernel writes its output in
+    the query's stride order, so the view works (strides (256, 8, 32, 1) for (2, 4, 8, 8)); coretorch returned a
+    row-major output and the view raised.  The math backend (sdpa_kernel(MATH)) stays row-major, as PyTorch's."""
+    from coretorch.nn.attention import SDPBackend, sdpa_kernel
+    rs = np.random.RandomState(0)
+    x = torch.tensor(rs.rand(2, 8, 96).astype(np.float32), requires_grad=True)
+    q, k, v = (t.view(2, 8, 4, 8).transpose(1, 2) for t in x.chunk(3, -1))
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert y.stride() == (256, 8, 32, 1) and y.grad_fn.name() == "ScaledDotProductFlashAttentionForCpuBackward0"
+    flat = y.transpose(1, 2).view(2, 8, 32)
+    ref = F.scaled_dot_product_attention(q.contiguous(), k.contiguous(), v.contiguous(), is_causal=True)
+    assert ref.is_contiguous()
+    np.testing.assert_allclose(flat.detach().numpy(), ref.transpose(1, 2).reshape(2, 8, 32).detach().numpy(),
+                               rtol=1e-6)
+    flat.sum().backward()
+    assert x.grad.shape == (2, 8, 96) and np.isfinite(x.grad.numpy()).all()
+    h = F.scaled_dot_product_attention(q.half(), k.half(), v.half())
+    assert h.dtype == torch.float16 and h.stride() == (256, 8, 32, 1)
+    with sdpa_kernel(SDPBackend.MATH):
+        assert F.scaled_dot_product_attention(q, k, v).is_contiguous()
+    assert F.scaled_dot_product_attention(q, k, v, dropout_p=0.0, scale=0.3).stride() == (256, 8, 32, 1)
+
+
+def test_sdpa_no_viable_cpu_backend():
+    """The tutorial tries ``sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION)`` on CPU and catches RuntimeError: PyTorch's
+    CPU has only the flash and math kernels and raises "No viable backend for scaled_dot_product_attention was
+    found."; coretorch computed the result.  FLASH alone works for 4-D inputs without dropout, not for 3-D ones."""
+    from coretorch.nn.attention import SDPBackend, sdpa_kernel
+    q = torch.ones(2, 3, 4, 8)
+    with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+        with pytest.raises(RuntimeError, match="No viable backend for scaled_dot_product_attention"):
+            F.scaled_dot_product_attention(q, q, q)
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        assert F.scaled_dot_product_attention(q, q, q).shape == (2, 3, 4, 8)
+        with pytest.raises(RuntimeError, match="No viable backend"):
+            F.scaled_dot_product_attention(q[0], q[0], q[0])
+    assert F.scaled_dot_product_attention(q[0], q[0], q[0]).shape == (3, 4, 8)
