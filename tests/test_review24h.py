@@ -230,3 +230,32 @@ def test_sdpa_no_viable_cpu_backend():
         with pytest.raises(RuntimeError, match="No viable backend"):
             F.scaled_dot_product_attention(q[0], q[0], q[0])
     assert F.scaled_dot_product_attention(q[0], q[0], q[0]).shape == (3, 4, 8)
+
+
+def test_torch_profiler_namespace():
+    """scaled_dot_product_attention_tutorial: ``from torch.profiler import profile, record_function,
+    ProfilerActivity`` then ``prof.key_averages().table(sort_by="cuda_time_total", row_limit=10)``.  coretorch had
+    only ``torch.autograd.profiler`` (ModuleNotFoundError); its ranges are the host wall-clock ones."""
+    from coretorch.profiler import ProfilerActivity, profile, record_function, schedule, supported_activities
+    seen = []
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=False, on_trace_ready=seen.append) as prof:
+        with record_function(" Non-Compiled Causal Attention"):
+            torch.ones(3) * 2
+        prof.step()
+    table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=10)
+    assert "Non-Compiled Causal Attention" in table and seen == [prof] and prof.step_num == 1
+    assert ProfilerActivity.CPU in supported_activities() and torch.profiler.profile is profile
+    s = schedule(wait=1, warmup=1, active=2, repeat=1)
+    assert [s(i).name for i in range(5)] == ["NONE", "WARMUP", "RECORD", "RECORD_AND_SAVE", "NONE"]
+
+
+def test_utils_benchmark_timer():
+    """The SDPA tutorial times with ``torch.utils.benchmark.Timer(stmt="f(*args, **kwargs)", globals=...)
+    .blocked_autorange().mean`` (seconds, a float); coretorch had no ``torch.utils.benchmark``."""
+    import coretorch.utils.benchmark as benchmark
+    x = torch.ones(8)
+    t0 = benchmark.Timer(stmt="f(*args, **kwargs)", globals={"args": (x,), "kwargs": {}, "f": torch.exp})
+    m = t0.blocked_autorange(min_run_time=0.01)
+    assert isinstance(m.mean, float) and 0 < m.mean < 0.01 and m.number_per_run >= 1 and len(m.times) >= 1
+    assert m.median > 0 and "Median" in repr(m)
+    assert t0.timeit(number=10).number_per_run == 10
