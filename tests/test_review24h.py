@@ -259,3 +259,13 @@ def test_utils_benchmark_timer():
     assert isinstance(m.mean, float) and 0 < m.mean < 0.01 and m.number_per_run >= 1 and len(m.times) >= 1
     assert m.median > 0 and "Median" in repr(m)
     assert t0.timeit(number=10).number_per_run == 10
+
+
+def test_loss_size_warning_points_at_the_caller():
+    """``F.mse_loss(x, target_of_another_size)``: PyTorch's "Using a target size ..." UserWarning names the line that
+    called the loss; coretorch's named its own grad_fn-naming wrapper (coretorch/nn/_grad_fn_names.py)."""
+    x = torch.ones(2, 3)
+    for fn in (F.mse_loss, F.l1_loss, F.smooth_l1_loss, F.huber_loss):
+        with pytest.warns(UserWarning, match="Using a target size") as rec:
+            fn(x, torch.ones(3))
+        assert rec[0].filename == __file__

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 
 import numpy as np
@@ -69,9 +70,11 @@ def _pointwise_target(op, input, target):
     _check_tensor(op, "input", input)
     _check_tensor(op, "target", target)
     if tuple(target.shape) != tuple(input.shape):
+        # PyTorch points at the loss function's caller: past the grad_fn-naming wrapper F.mse_loss & co go through
+        level = 4 if sys._getframe(2).f_code.co_filename.endswith("_grad_fn_names.py") else 3
         warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
                       "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
-                      "same size.", UserWarning, stacklevel=3)
+                      "same size.", UserWarning, stacklevel=level)
     return _S.broadcast_tensors(input, target)
 
 
