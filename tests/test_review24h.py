@@ -80,6 +80,7 @@ def test_mse_loss_node_edges(device):
                                    expect if red == "none" else expect.mean() if red == "mean" else expect.sum(),
                                    rtol=1e-6)
         gx, gy = torch.autograd.grad(loss.sum(), (x, y), create_graph=True)
+        assert gx.grad_fn.name() == gy.grad_fn.name() == "MseLossBackwardBackward0"
         np.testing.assert_allclose(gx.detach().cpu().numpy(), scale * (x0 - y0), rtol=1e-6)
         np.testing.assert_allclose(gy.detach().cpu().numpy(), -scale * (x0 - y0), rtol=1e-6)
         ggx, = torch.autograd.grad((gx * gx).sum(), x)  # d/dx sum((s (x - y))^2) = 2 s^2 (x - y)

@@ -10,6 +10,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import state as _ac
+from ...autograd._node_names import named_node
 from ...autograd._zero import links_inputs
 from ...autograd.grad_mode import state as _gs
 from ...autograd.graph import Node
@@ -139,7 +140,12 @@ class MseLossBackward0(Node):
         else:
             g = _P.mul(g, 2.0)
         gx = _P.mul(d, g)
-        return (gx if self.need[0] else None, _P.neg(gx) if self.need[1] else None)
+        gy = _P.neg(gx) if self.need[1] else None
+        if gx.grad_fn is not None:  # (create_graph: PyTorch's double-backward node name for both gradients)
+            named_node(gx, "MseLossBackwardBackward0")
+            if gy is not None:
+                named_node(gy, "MseLossBackwardBackward0")
+        return (gx if self.need[0] else None, gy)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
