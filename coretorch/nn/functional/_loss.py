@@ -10,7 +10,6 @@ import numpy as np
 from ... import dtypes as _dt
 from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import state as _ac
-from ...autograd._node_names import named_node
 from ...autograd._zero import links_inputs
 from ...autograd.grad_mode import state as _gs
 from ...autograd.graph import Node
@@ -23,6 +22,7 @@ from ...ops._util import broadcast_shape, device_mismatch, host_all_below
 from ...tensor import Tensor, _make
 from ._activation import _floating_only, _softmax_impl, logsigmoid
 from ._common import _check_tensor, _i64, _needs_graph, _no_grad, _record
+from ._loss_nodes import MseLossBackward0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -125,27 +125,6 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
         return _record(node, out._data, out.dtype, out._be, input, target)
     d = _P.sub(input, target)
     return _reduce(_weighted(_P.mul(d, d), weight), reduction)
-
-
-class MseLossBackward0(Node):
-    """PyTorch's mse_loss_backward: input 2 (x - y) g (over numel for 'mean'), target its negation.  Tensor ops:
-    double backward works."""
-    __slots__ = ("reduction", "need")
-
-    def backward(self, g):
-        x, y = self.saved()
-        d = _P.sub(x, y)
-        if self.reduction == "mean":
-            g = _P.mul(g, 2.0 / max(d.numel(), 1))  # (an empty input: an empty gradient, no division by 0)
-        else:
-            g = _P.mul(g, 2.0)
-        gx = _P.mul(d, g)
-        gy = _P.neg(gx) if self.need[1] else None
-        if gx.grad_fn is not None:  # (create_graph: PyTorch's double-backward node name for both gradients)
-            named_node(gx, "MseLossBackwardBackward0")
-            if gy is not None:
-                named_node(gy, "MseLossBackwardBackward0")
-        return (gx if self.need[0] else None, gy)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
