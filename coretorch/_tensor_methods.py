@@ -197,7 +197,7 @@ Tensor.mT = _mT
 
 # ---- operators ----
 def _rsub(self, other):
-    return P.sub(other, self)
+    return P.rsub(self, other)  # (PyTorch's __rsub__ is rsub: ``1 - x`` records RsubBackward1)
 
 
 def _rdiv(self, other):

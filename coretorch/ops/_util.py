@@ -60,6 +60,9 @@ def broadcast_shape(sa: tuple, sb: tuple, op: str = "") -> tuple:
         elif x == 1:
             out.append(y)
         else:
+            # PyTorch's infer_size scans from the last dimension: it names the rightmost mismatch
+            i = max(k for k, (p, q) in enumerate(zip(pa, pb)) if p != q and p != 1 and q != 1)
+            x, y = pa[i], pb[i]
             raise RuntimeError(f"{op}: the size of tensor a ({x}) must match the size of tensor b ({y}) at "
                                f"non-singleton dimension {i} (shapes {list(sa)} and {list(sb)} cannot be "
                                "broadcast together)")

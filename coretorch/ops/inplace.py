@@ -353,7 +353,18 @@ def apply_inplace(x: Tensor, op: str, fn, other=None) -> Tensor:
         from .shape import clone
         # a copy even when x needs no gradient: the op may save its input (mul_, div_ save x for other's gradient),
         # and x is overwritten below (as PyTorch saves the original self)
-        r = fn(clone(x))
+        if x._gf is not None and x._vbase is None:
+            # the old value in a tensor at x's place in the graph: the op's node edges straight to x's old node, as
+            # PyTorch's (``y = x * 2; y += 1``: AddBackward0 -> MulBackward0, no CloneBackward0 in between)
+            _gs.enabled = False
+            try:
+                src = clone(x)
+            finally:
+                _gs.enabled = True
+            src._gf, src._rg, src._out_nr = x._gf, True, x._out_nr
+            r = fn(src)
+        else:
+            r = fn(clone(x))
     else:
         prev = _gs.enabled
         _gs.enabled = False

@@ -334,10 +334,15 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
 
 
 class LinearBackward(Node):
-    """x @ W.T (+ b) as one node (F.linear on 2-D input): no transposed-weight node in between."""
+    """x @ W.T (+ b) as one node (F.linear on 2-D input): no transposed-weight node in between.  With a bias its
+    edges are in PyTorch's addmm order, (bias, input, weight): ``next_functions[0][0]`` is the bias's leaf."""
     __slots__ = ("sb", "need")
 
     def backward(self, g):
+        gx, gw, gb = self._grads(g)
+        return (gx, gw) if self.sb is None else (gb, gx, gw)
+
+    def _grads(self, g):
         x, w = self.saved()   # x saved where the weight needs its gradient, w where the input does
         nx, nw, nb = self.need
         ref = x if x is not None else w
@@ -393,7 +398,7 @@ def linear2d(input: Tensor, weight: Tensor, bias=None) -> Tensor:
         node.sb = bias._data.shape if bias is not None else None
         node.need = (input._rg, weight._rg, brg)
         node.save(input if weight._rg else None, weight if input._rg else None)  # only what a gradient reads
-        node.next_functions = (edge(input), edge(weight)) + ((edge(bias),) if bias is not None else ())
+        node.next_functions = (edge(input), edge(weight)) if bias is None else (edge(bias), edge(input), edge(weight))
         return _make(out, input.dtype, table, node)
     return _make(out, input.dtype, table)
 

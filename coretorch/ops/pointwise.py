@@ -25,6 +25,9 @@ _SCALARS = (int, float, bool)
 # ---------------------------------------------------------------------------------------------
 class _BinaryNode(Node):
     __slots__ = ("sa", "sb", "scalar", "alpha", "need", "dts")
+    # add/sub/mul/div take a Python number as PyTorch's wrapped-number tensor: their node keeps an edge for it,
+    # (None, 0), as PyTorch's (``(x + 1).grad_fn.next_functions`` has two entries); set on those classes below
+    wraps_scalar = False
 
     def grads(self, ga, gb):
         """Reduce broadcast gradients back to the input shapes (and dtypes, when they were promoted)."""
@@ -195,7 +198,7 @@ _OVERFLOW_AT = {_dt.float16: (65520.0, 65504.0), _dt.bfloat16: (2.0 ** 128 - 2.0
 
 
 def _record(node: Node, out, dt, table, a, b, bt: bool, xa_shape, xb_shape, out_shape):
-    node.next_functions = (edge(a), edge(b)) if bt else (edge(a),)
+    node.next_functions = (edge(a), edge(b)) if bt else (edge(a), (None, 0)) if node.wraps_scalar else (edge(a),)
     node.sa = xa_shape if xa_shape != out_shape else None
     node.sb = xb_shape if bt and xb_shape != out_shape else None
     node.dts = None if a.dtype is dt and (not bt or b.dtype is dt) else _mixed(dt, a, b)
@@ -545,6 +548,8 @@ _AddAlphaBackward = _binary_node("AddBackward0", _add_alpha_bw, save_inputs=Fals
 _SubAlphaBackward = _binary_node("SubBackward0", _sub_alpha_bw, save_inputs=False)
 MulBackward0 = _binary_node("MulBackward0", _mul_bw, to_save=_save_mul)
 DivBackward0 = _binary_node("DivBackward0", _div_bw, to_save=_save_div)
+for _c in (AddBackward0, SubBackward0, _AddAlphaBackward, _SubAlphaBackward, MulBackward0, DivBackward0):
+    _c.wraps_scalar = True
 PowBackward0 = _binary_node("PowBackward0", _pow_bw)
 PowBackward1 = type("PowBackward1", (PowBackward0,), {"__slots__": ()})  # tensor ** tensor, as PyTorch names it
 
@@ -725,8 +730,27 @@ def fmod(input, other):
     return sub(input, mul(div(input, other, rounding_mode="trunc"), other))
 
 
+class RsubBackward1(Node):
+    """PyTorch's node of ``number - tensor`` (rsub.Scalar): one edge, to the tensor (sub's would have two)."""
+    __slots__ = ("alpha",)
+
+    def backward(self, g):
+        return (neg(g) if self.alpha == 1 else mul(g, -self.alpha),)
+
+
 def rsub(input, other, alpha=1):
     """``other - alpha * input`` (subtraction with the operands reversed)."""
+    if isinstance(input, Tensor) and other.__class__ in (int, float) and input._rg and _gs.enabled:
+        # a Python number: PyTorch's rsub.Scalar records RsubBackward1 (``1 - x``), not a SubBackward0
+        _gs.enabled = False
+        try:
+            r = sub(other, input, alpha=alpha)
+        finally:
+            _gs.enabled = True
+        node = RsubBackward1()
+        node.alpha = alpha
+        node.next_functions = (edge(input),)
+        return _make(r._data, r.dtype, r._be, node)
     return sub(other, input, alpha=alpha)
 
 

@@ -8,6 +8,7 @@ from ...amp.autocast_mode import below as _below
 from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import state as _ac
 from ...autograd._node_names import named_node
+from ...backends.cuda import _sdp
 from ...ops import creation as _C
 from ...ops import linalg as _L
 from ...ops import pointwise as _P
@@ -15,7 +16,8 @@ from ...ops import reduction as _R
 from ...ops import shape as _S
 from ...ops._util import broadcast_shape as _broadcast_shape
 from ...ops._util import norm_dim as _norm_dim
-from ...tensor import Tensor
+from ...ops import _memfmt
+from ...tensor import Tensor, _make
 from . import _fused
 from ._activation import softmax
 
@@ -53,15 +55,41 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         query, key, value = _ac_cast("scaled_dot_product_attention", query, key, value)
     _check_inputs(query, key, value, attn_mask)
+    flash = _flash_cpu(query, key, value, dropout_p)
+    if query._be.type == "cpu" and not _sdp["math"] and not (flash and _sdp["flash"]):
+        # PyTorch's CPU has the flash and math kernels only: sdpa_kernel(EFFICIENT_ATTENTION) (or FLASH for inputs
+        # its flash kernel refuses) leaves none
+        raise RuntimeError("No viable backend for scaled_dot_product_attention was found.")
     dt = query.dtype
     if (dt is _dt.float16 or dt is _dt.bfloat16) and key.dtype is dt and value.dtype is dt:
         # PyTorch's CPU attention keeps half inputs "in high precision for accuracy": float32 scores, softmax and
         # weighted sum, rounded once (in half, q @ k.mT of 200s over two features overflowed: NaN rows); past the
         # autocast cast (calling the public function again under autocast cast back to half: endless recursion)
         m = attn_mask.float() if attn_mask is not None and attn_mask.dtype is dt else attn_mask
-        return _attention(query.float(), key.float(), value.float(), m, dropout_p, is_causal, scale,
-                          enable_gqa).to(dt)
-    return _attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+        out = _attention(query.float(), key.float(), value.float(), m, dropout_p, is_causal, scale,
+                         enable_gqa).to(dt)
+        if flash and out.numel():  # (one flash node in PyTorch, not the cast's ToCopyBackward0)
+            named_node(out, "ScaledDotProductFlashAttentionForCpuBackward0")
+    else:
+        out = _attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if flash and (not _sdp["math"] or _sdp["flash"]) and out.numel():
+        # PyTorch's CPU flash kernel writes its output in the query's stride order (empty_like): a query that is a
+        # transposed view of (B, L, H, E) projections gives an output whose ``transpose(1, 2)`` is contiguous, as
+        # the tutorials' ``y.transpose(1, 2).view(B, L, H * E)`` needs (a row-major output refused that view)
+        data = _memfmt.preserved(out._be, out._data, like=query._data)
+        if data is not out._data:
+            out = _make(data, out.dtype, out._be, out.grad_fn, out._out_nr)
+    return out
+
+
+def _flash_cpu(query, key, value, dropout_p) -> bool:
+    """Whether PyTorch's CPU flash kernel takes these inputs (sdp_utils_cpp's use_flash_attention_cpp): 4-D query,
+    key and value of one batch and head count, one head size, no dropout, non-empty sequences, unit last stride."""
+    if query.ndim != 4 or key.ndim != 4 or value.ndim != 4 or dropout_p != 0.0:
+        return False
+    qs, ks, vs = query.shape, key.shape, value.shape
+    return (qs[0] == ks[0] == vs[0] and qs[1] == ks[1] == vs[1] and qs[3] == ks[3] == vs[3] and qs[2] > 0
+            and ks[2] > 0 and query.stride(-1) == key.stride(-1) == value.stride(-1) == 1)
 
 
 @_below

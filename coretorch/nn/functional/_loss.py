@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 
 import numpy as np
@@ -22,6 +23,7 @@ from ...ops._util import broadcast_shape, device_mismatch, host_all_below
 from ...tensor import Tensor, _make
 from ._activation import _floating_only, _softmax_impl, logsigmoid
 from ._common import _check_tensor, _i64, _needs_graph, _no_grad, _record
+from ._loss_nodes import MseLossBackward0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -70,9 +72,11 @@ def _pointwise_target(op, input, target):
     _check_tensor(op, "input", input)
     _check_tensor(op, "target", target)
     if tuple(target.shape) != tuple(input.shape):
+        # PyTorch points at the loss function's caller: past the grad_fn-naming wrapper F.mse_loss & co go through
+        level = 4 if sys._getframe(2).f_code.co_filename.endswith("_grad_fn_names.py") else 3
         warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
                       "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
-                      "same size.", UserWarning, stacklevel=3)
+                      "same size.", UserWarning, stacklevel=level)
     return _S.broadcast_tensors(input, target)
 
 
@@ -116,6 +120,17 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     _check_reduction(reduction)
     _check_weight_size(input, weight)
     input, target = _pointwise_target("mse_loss", *_loss_dtypes("mse_cpu", input, target))
+    if weight is None and _needs_graph(input, target):
+        # one MseLossBackward0 node with edges to input and target, as PyTorch's (a tutorial walks
+        # loss.grad_fn.next_functions[0][0] to the Linear's AddmmBackward0), not the last op of a composite
+        with _no_grad():
+            d = _P.sub(input, target)
+            out = _reduce(_P.mul(d, d), reduction)
+        node = MseLossBackward0()
+        node.reduction = reduction
+        node.need = (input._rg, target._rg)
+        node.save(input, target)
+        return _record(node, out._data, out.dtype, out._be, input, target)
     d = _P.sub(input, target)
     return _reduce(_weighted(_P.mul(d, d), weight), reduction)
 
