@@ -221,7 +221,7 @@ from ._docs import apply as _apply_docs  # noqa: E402
 _apply_docs(_sys.modules[__name__])  # docstrings of generated ops and of Tensor's bound methods (coretorch/_docs.py)
 
 
-from . import functional, profiler  # noqa: E402,F401  (torch.functional: once every name it re-exports is bound)
+from . import functional  # noqa: E402,F401  (torch.functional: once every name it re-exports is bound)
 
 
 def __getattr__(name: str):
