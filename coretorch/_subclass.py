@@ -148,7 +148,7 @@ def _install(cls) -> None:
 # ---- functions of the public namespaces ------------------------------------------------------------------------
 _DISPATCHING: set = set()  # the Tensor subclasses whose __torch_function__ dispatches
 _NAMESPACES = ("coretorch", "coretorch.nn.functional", "coretorch.linalg",
-               "coretorch.special")
+               "coretorch.special", "coretorch.functional")
 _FN_MODULES = ("coretorch.ops.", "coretorch.nn.functional", "coretorch.nn.functional.", "coretorch.special",
                "coretorch._compat", "coretorch")
 # not dispatched, as PyTorch's (constructors, predicates and global state; no tensor result to wrap)

@@ -20,3 +20,13 @@ def warn_once(key: str, message: str, stacklevel: int = 1) -> None:
             while f is not None and f.f_back is not None and f.f_code.co_filename.startswith(_PKG):
                 f, stacklevel = f.f_back, stacklevel + 1
         warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
+
+
+def user_stacklevel(stacklevel: int) -> int:
+    """The ``stacklevel`` for ``warnings.warn`` in this function's caller that names the frame ``stacklevel`` would,
+    or past it the first frame outside coretorch's own files (a grad_fn-naming or ``__torch_function__`` wrapper
+    between the op and the user's line)."""
+    f = sys._getframe(stacklevel)
+    while f is not None and f.f_back is not None and f.f_code.co_filename.startswith(_PKG):
+        f, stacklevel = f.f_back, stacklevel + 1
+    return stacklevel

@@ -182,6 +182,8 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                 _mark_shared(grads_in, owned)
             if len(grads_in) != len(nf):  # fewer gradients than inputs: the rest are None
                 grads_in = tuple(grads_in) + (None,) * (len(nf) - len(grads_in))
+            leaves = None  # the leaves (with hooks) this node makes ready: queued last, so run first (PyTorch runs
+            # AccumulateGrad before any other ready node: a DDP bucket's gradients come as soon as its layer's)
             for (nxt, nr), g in zip(nf, grads_in):
                 if nxt is None:
                     continue
@@ -215,7 +217,12 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         b[nr] = g if nr not in b else b[nr] + g
                     d = deps[nxt]
                     if d == 1:  # its last edge: ready now (nothing reads its count again)
-                        ready.append(nxt)
+                        if nxt.__class__ is AccumulateGrad:
+                            if leaves is None:
+                                leaves = []
+                            leaves.append(nxt)
+                        else:
+                            ready.append(nxt)
                         continue
                 else:
                     d = deps[nxt]
@@ -226,6 +233,8 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         ready.append(nxt)
                     else:
                         _skip(nxt, deps, buffers, ready)
+            if leaves is not None:  # (popped in edge order, as PyTorch's: Linear's bias, then its weight)
+                ready.extend(reversed(leaves))
         callbacks = task[5]
         node = None
         while callbacks:  # Variable._execution_engine.queue_callback's, in order (one may queue another)

@@ -31,9 +31,9 @@ from ._grid import affine_grid, grid_sample
 from ._fold import embedding_bag, fold, gumbel_softmax, lp_pool1d, lp_pool2d, unfold
 from ._interpolate import interpolate, upsample
 from ._loss import (_legacy_reduction, binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss,
-                    cosine_similarity, cross_entropy, gaussian_nll_loss, hinge_embedding_loss, huber_loss, kl_div,
-                    l1_loss, margin_ranking_loss, mse_loss, nll_loss, pairwise_distance, poisson_nll_loss,
-                    smooth_l1_loss, soft_margin_loss)
+                    cross_entropy, gaussian_nll_loss, hinge_embedding_loss, huber_loss, kl_div, l1_loss,
+                    margin_ranking_loss, mse_loss, nll_loss, poisson_nll_loss, smooth_l1_loss, soft_margin_loss)
+from ._pdist import cosine_similarity, pairwise_distance
 from ._loss_ctc import ctc_loss
 from ._loss_margin import (multi_margin_loss, multilabel_margin_loss, multilabel_soft_margin_loss,
                            triplet_margin_loss, triplet_margin_with_distance_loss)

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import math
-import sys
 import warnings
 
 import numpy as np
 
 from ... import dtypes as _dt
+from ..._warn_once import user_stacklevel
 from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import state as _ac
 from ...autograd._zero import links_inputs
@@ -72,8 +72,9 @@ def _pointwise_target(op, input, target):
     _check_tensor(op, "input", input)
     _check_tensor(op, "target", target)
     if tuple(target.shape) != tuple(input.shape):
-        # PyTorch points at the loss function's caller: past the grad_fn-naming wrapper F.mse_loss & co go through
-        level = 4 if sys._getframe(2).f_code.co_filename.endswith("_grad_fn_names.py") else 3
+        # PyTorch points at the loss function's caller: past coretorch's own frames (the grad_fn-naming wrapper
+        # F.mse_loss & co go through, a __torch_function__ dispatch wrapper)
+        level = user_stacklevel(3)
         warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
                       "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
                       "same size.", UserWarning, stacklevel=level)
@@ -413,37 +414,6 @@ def _in_dtype_of(loss, input):
     if isinstance(input, Tensor) and input.dtype.is_floating_point and loss.dtype is not input.dtype:
         return loss.to(input.dtype)
     return loss
-
-
-def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """The cosine similarity of ``x1`` and ``x2`` along ``dim``: ``x1 . x2 / max(||x1|| * ||x2||, eps)``.
-
-    The inputs broadcast; the result has ``dim`` removed.
-    """
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
-        x1, x2 = _ac_cast("cosine_similarity", x1, x2)
-    if not (x1.dtype.is_floating_point and x2.dtype.is_floating_point):  # integers convert to the common dtype
-        common = _dt.promote_types(x1.dtype, x2.dtype)
-        if not common.is_floating_point:
-            raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
-                               f"{common._tname[:-6]}")
-        x1, x2 = x1.to(common), x2.to(common)
-    n1, n2 = _norm_clamped(x1, dim, eps), _norm_clamped(x2, dim, eps)
-    return _R.sum(_P.mul(_P.div(x1, n1), _P.div(x2, n2)), dim)
-
-
-def _norm_clamped(x: Tensor, dim: int, eps: float) -> Tensor:
-    """max(||x||, eps) as PyTorch's cosine_similarity computes it: the clamp runs in place under no_grad, so a
-    clamped norm's gradient is still the norm's (value eps, derivative x / ||x||)."""
-    n = _R.norm(x, 2, dim, keepdim=True)
-    if not (n._rg and _gs.enabled):
-        return _P.clamp(n, min=eps)
-    return _P.where(_P.lt(n.detach(), eps), _P.add(_P.sub(n, n.detach()), eps), n)
-
-
-def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    """The ``p``-norm distance ``||x1 - x2 + eps||_p`` along the last dimension (batched)."""
-    return _R.norm(_P.add(_P.sub(x1, x2), eps), p, -1, keepdim)
 
 
 def _capturing() -> bool:

@@ -10,7 +10,8 @@ from ...autograd.grad_mode import state as _gs
 from ...ops._rangecheck import any_outside
 from ...tensor import Tensor
 from ._activation import logsigmoid
-from ._loss import _legacy_reduction, _reduce as reduce_, mean_alias, pairwise_distance
+from ._loss import _legacy_reduction, _reduce as reduce_, mean_alias
+from ._pdist import pairwise_distance
 
 __all__ = ["triplet_margin_loss", "triplet_margin_with_distance_loss", "multi_margin_loss",
            "multilabel_margin_loss", "multilabel_soft_margin_loss"]
