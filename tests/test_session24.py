@@ -9,9 +9,10 @@ nn = torch.nn
 
 
 def test_leaf_gradients_accumulate_as_soon_as_their_layer_is_done_in_pytorchs_order():
-    """PyTorch runs AccumulateGrad before any other ready node, in its node's edge order: the hooks of a Linear stack's
-    parameters fire last layer first, bias before weight (review 24h gave Linear's node PyTorch's edge order; coretorch's
-    LIFO queue then ran the bias's hook only at the very end, and DDP's first bucket waited for the whole backward)."""
+    """PyTorch runs AccumulateGrad before any other ready node, in its node's edge order: the hooks of a Linear
+    stack's parameters fire last layer first, bias before weight (review 24h gave Linear's node PyTorch's edge order;
+    coretorch's LIFO queue then ran the bias's hook only at the very end, and DDP's first bucket waited for the whole
+    backward)."""
     torch.manual_seed(0)
     m = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2), nn.Tanh(), nn.Linear(2, 1))
     order: list = []
