@@ -23,7 +23,7 @@ demo: $(STAMP)  # the demo extra (progress bar, plot) is part of the install abo
 	$(VENV)/bin/coretorch demo
 
 test: $(STAMP)
-	$(PY) -m pytest -q -n auto --dist loadgroup  # one worker per core (pytest-xdist; xdist_group tests share one): 17.7k tests, ~6 min on 2 cores
+	$(PY) -m pytest -q -n auto --dist loadgroup  # one worker per core (pytest-xdist; xdist_group tests share one): 18.1k tests, ~6-8 min on 2 cores
 
 bench: $(STAMP)
 	$(PY) benchmarks/all.py
