@@ -37,3 +37,21 @@ def test_torch_functional_and_a_loss_warning_after_a_dispatching_subclass_is_def
         warnings.simplefilter("always")
         torch.nn.functional.mse_loss(torch.ones(3), torch.ones(3, 1))
     assert [x.filename for x in w if "target size" in str(x.message)] == [__file__]
+
+
+def test_mul_and_div_nodes_show_their_saved_operands_as_pytorchs():
+    """PyTorch's ``grad_fn._saved_self``/``_saved_other`` of mul and div (tutorials print them): the operands the
+    node saved, None where no gradient reads one, a number as its wrapped 0-d tensor; after the backward freed them,
+    the "second time" error (coretorch had these on unary nodes only: AttributeError)."""
+    import pytest
+    x, y, c = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True), torch.randn(3)
+    g = (x * y).grad_fn
+    assert g._saved_self is x and g._saved_other is y
+    g = (x * c).grad_fn
+    assert g._saved_self is None and g._saved_other is c
+    s = (x / 2.5).grad_fn._saved_other
+    assert s.dim() == 0 and s.dtype == torch.float64 and s.item() == 2.5 and (x * 2).grad_fn._saved_other.item() == 2
+    z = x / y
+    z.sum().backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        z.grad_fn._saved_self

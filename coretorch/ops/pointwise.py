@@ -550,6 +550,22 @@ MulBackward0 = _binary_node("MulBackward0", _mul_bw, to_save=_save_mul)
 DivBackward0 = _binary_node("DivBackward0", _div_bw, to_save=_save_div)
 for _c in (AddBackward0, SubBackward0, _AddAlphaBackward, _SubAlphaBackward, MulBackward0, DivBackward0):
     _c.wraps_scalar = True
+
+
+def _saved_operand(i: int) -> property:
+    """PyTorch's ``grad_fn._saved_self`` (0) / ``_saved_other`` (1) of mul and div: the operand the node saved
+    (None where no gradient reads it), a Python number operand as the 0-d tensor PyTorch wraps it in."""
+    def get(node):
+        if i == 1 and node.scalar is not None:
+            from .creation import tensor
+            v = node.scalar
+            return tensor(v, dtype=_dt.float64 if isinstance(v, float) else None)
+        return node.saved()[i]
+    return property(get)
+
+
+for _c in (MulBackward0, DivBackward0):
+    _c._saved_self, _c._saved_other = _saved_operand(0), _saved_operand(1)
 PowBackward0 = _binary_node("PowBackward0", _pow_bw)
 PowBackward1 = type("PowBackward1", (PowBackward0,), {"__slots__": ()})  # tensor ** tensor, as PyTorch names it
 
