@@ -90,6 +90,16 @@ def _outside(t: Any, fresh: set) -> bool:
     return False
 
 
+def _unwrap(obj: Any, fresh: list, keep_graph: bool) -> Any:
+    """``obj`` (an output or ``aux``) as the transform hands it back: each tensor detached unless grad mode is on
+    outside the call and its graph reaches tensors other than this call's fresh leaves (PyTorch unwraps a result from
+    the transform's level: it requires grad only through an enclosing level)."""
+    T = _tensor_cls()
+    ids = {id(v) for v in fresh}
+    return _tree.tree_map(lambda o: o if not isinstance(o, T) or (keep_graph and _outside(o, ids)) else o.detach(),
+                          obj)
+
+
 def _grads(output: Any, variables: list, fresh: list, grad_outputs: Any = None, retain: bool = False) -> list:
     from ..autograd import grad as _autograd_grad
     from ..ops.creation import zeros_like
@@ -140,9 +150,9 @@ def grad_and_value(func: Callable, argnums: Any = 0, has_aux: bool = False) -> C
                                    f"with {out.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
             _grad_state.enabled = prev  # (the gradients keep a graph only for an enclosing grad mode)
             gs = _grads(out, variables, fresh)
-        value = out if prev and _outside(out, {id(v) for v in fresh}) else out.detach()
+        value = _unwrap(out, fresh, prev)
         g = _structured(gs, layout)
-        return (g, (value, aux)) if has_aux else (g, value)
+        return (g, (value, _unwrap(aux, fresh, prev))) if has_aux else (g, value)
     return wrapper
 
 
@@ -161,6 +171,7 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
     """``(func(*primals), vjp_fn)`` (and ``aux``): ``vjp_fn(cotangents)`` gives a tuple with the vector-Jacobian
     product for each primal."""
     from ..autograd.grad_mode import enable_grad
+    prev = _grad_state.enabled
     with enable_grad():
         new, variables, layout, fresh = _variables(primals, tuple(range(len(primals))), "vjp") if primals else \
             ([], [], ([], True), [])
@@ -180,7 +191,7 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
 
     fresh_ids = {id(v) for v in fresh}
     shown = _tree.tree_map(lambda o: o if _outside(o, fresh_ids) else o.detach(), out)
-    return (shown, vjp_fn, aux) if has_aux else (shown, vjp_fn)
+    return (shown, vjp_fn, _unwrap(aux, fresh, prev)) if has_aux else (shown, vjp_fn)
 
 
 def jacrev(func: Callable, argnums: Any = 0, *, has_aux: bool = False, chunk_size: int | None = None,
@@ -211,6 +222,7 @@ def jacfwd(func: Callable, argnums: Any = 0, has_aux: bool = False, *, randomnes
 def _jacobian(func: Callable, args: tuple, argnums: Any, has_aux: bool, name: str) -> Any:
     from ..autograd.grad_mode import enable_grad
     from ..ops.shape import stack
+    prev = _grad_state.enabled
     with enable_grad():
         new, variables, layout, fresh = _variables(args, argnums, name)
         out = func(*new)
@@ -233,7 +245,7 @@ def _jacobian(func: Callable, args: tuple, argnums: Any, has_aux: bool, name: st
             per_out.append(_structured(jac, layout))
     result = _tree.unflatten(per_out, ospec)
     if has_aux:
-        return result, aux
+        return result, _unwrap(aux, fresh, prev)
     return result
 
 

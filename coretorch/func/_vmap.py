@@ -99,6 +99,18 @@ def _flat_in_dims(func: Any, in_dims: Any, args: tuple) -> tuple[list, Any, list
     return leaves, spec, dims
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Whether two entries' outputs are the same values (NaN equal to NaN)."""
+    from ..tensor import Tensor
+    if a is b:
+        return True
+    if not isinstance(b, Tensor) or a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.equal(b):
+        return True
+    return bool(((a == b) | (a.isnan() & b.isnan())).all()) if a.is_floating_point() else False
+
+
 def _vmap_call(func: Callable, in_dims: Any, out_dims: Any, randomness: str, args: tuple, kwargs: dict) -> Any:
     from ..ops.shape import stack
     leaves, spec, dims = _flat_in_dims(func, in_dims, args)
@@ -141,6 +153,11 @@ def _vmap_call(func: Callable, in_dims: Any, out_dims: Any, randomness: str, arg
     stacked = []
     for k, (o, d) in enumerate(zip(outs0, odims)):
         if d is None:
+            # PyTorch refuses an output that depends on the mapped inputs here; the loop cannot see dependence, but
+            # entries that differ are batched for sure (returning the first entry's would be silently wrong)
+            if isinstance(o, Tensor) and not all(_same(o, f[k]) for f in flat[1:]):
+                raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` can not return a BatchedTensor when "
+                                 "out_dim is None")
             stacked.append(o)
             continue
         if not isinstance(o, Tensor):

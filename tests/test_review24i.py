@@ -1,0 +1,77 @@
+"""Review 24i: this session's new APIs (``torch.func``, ``torch.utils.checkpoint``, ``nn.utils.prune``) probed
+adversarially against PyTorch 2.13: ``requires_grad`` of the ``aux`` outputs of the func transforms, and
+``vmap(..., out_dims=None)`` over an output that differs per entry."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+from coretorch.func import grad, grad_and_value, jacfwd, jacrev, jvp, vjp, vmap
+
+
+def _np(t):
+    return t.detach().cpu().numpy()
+
+
+def test_grad_aux_does_not_require_grad(device):
+    """PyTorch unwraps ``aux`` from the transform's level: ``grad(f, has_aux=True)(x)``'s aux ``x * 2`` does not
+    require grad (x itself does not). coretorch handed back the aux still attached to the call's fresh variable
+    (``requires_grad=True``, a graph kept alive)."""
+    x = torch.tensor([1., 2., 3.], device=device)
+    g, aux = grad(lambda t: ((t ** 2).sum(), {"a": t * 2}), has_aux=True)(x)
+    np.testing.assert_allclose(_np(g), [2., 4., 6.])
+    np.testing.assert_allclose(_np(aux["a"]), [2., 4., 6.])
+    assert not aux["a"].requires_grad and aux["a"].grad_fn is None
+    _, (value, aux) = grad_and_value(lambda t: ((t ** 2).sum(), t * 2), has_aux=True)(x)
+    assert not value.requires_grad and not aux.requires_grad
+
+
+def test_vjp_jacrev_jacfwd_jvp_aux_do_not_require_grad(device):
+    """PyTorch: the ``aux`` of ``vjp``, ``jacrev``, ``jacfwd`` and ``jvp`` does not require grad when it depends only
+    on the transform's own inputs; coretorch's did (all four)."""
+    x = torch.tensor([1., 2., 3.], device=device)
+
+    def f(t):
+        return t.sin(), t * 2
+    auxes = [vjp(f, x, has_aux=True)[2], jacrev(f, has_aux=True)(x)[1], jacfwd(f, has_aux=True)(x)[1],
+             jvp(f, (x,), (torch.ones(3, device=device),), has_aux=True)[2]]
+    for aux in auxes:
+        np.testing.assert_allclose(_np(aux), [2., 4., 6.])
+        assert not aux.requires_grad
+
+
+def test_aux_keeps_the_graph_through_an_outer_tensor(device):
+    """An aux that depends on a tensor outside the transform that requires grad keeps its graph (PyTorch: True), and
+    the gradient through it is the outer tensor's."""
+    x = torch.tensor([1., 2., 3.], device=device)
+    w = torch.tensor(2., device=device, requires_grad=True)
+    _, aux = grad(lambda t: ((t ** 2).sum(), t * w), has_aux=True)(x)
+    assert aux.requires_grad
+    aux.sum().backward()
+    np.testing.assert_allclose(_np(w.grad), 6.)
+    # under no_grad nothing keeps a graph
+    with torch.no_grad():
+        _, aux = grad(lambda t: ((t ** 2).sum(), t * w), has_aux=True)(x)
+    assert not aux.requires_grad
+
+
+def test_vmap_out_dims_none_refuses_a_batched_output(device):
+    """PyTorch: ``vmap(f, out_dims=None)`` where f's output depends on the mapped input raises ValueError ("can not
+    return a BatchedTensor when out_dim is None"). coretorch silently returned the first entry's output."""
+    x = torch.arange(6., device=device).reshape(2, 3)
+    with pytest.raises(ValueError, match="can not return a BatchedTensor when out_dim is None"):
+        vmap(lambda a: a * 2, out_dims=None)(x)
+    with pytest.raises(ValueError, match="out_dim is None"):
+        vmap(lambda a, b: (a.sum(), b + a), in_dims=(0, None), out_dims=(0, None))(x, torch.ones(3, device=device))
+
+
+def test_vmap_out_dims_none_keeps_an_unbatched_output(device):
+    """An output that does not depend on the mapped inputs (an unmapped input, a constant, NaNs included) is returned
+    once, as PyTorch's."""
+    x = torch.arange(6., device=device).reshape(2, 3)
+    c = torch.tensor([1., float("nan")], device=device)
+    s, u, k = vmap(lambda a, b: (a.sum(), b, b * 1), in_dims=(0, None), out_dims=(0, None, None))(x, c)
+    np.testing.assert_allclose(_np(s), [3., 12.])
+    assert u is c
+    np.testing.assert_allclose(_np(k), [1., np.nan])
