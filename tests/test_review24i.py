@@ -75,3 +75,34 @@ def test_vmap_out_dims_none_keeps_an_unbatched_output(device):
     np.testing.assert_allclose(_np(s), [3., 12.])
     assert u is c
     np.testing.assert_allclose(_np(k), [1., np.nan])
+
+
+def test_jvp_tangent_keeps_the_graph_through_an_outer_tensor(device):
+    """PyTorch: ``jvp(lambda a: (a * w).sin(), (x,), (v,))`` with ``w`` requiring grad gives a tangent output that
+    requires grad, and its gradient with respect to ``w`` is that of ``cos(x w) w v``. coretorch detached the tangent
+    (``requires_grad=False``: the gradient to ``w`` was lost). The values are PyTorch 2.13's."""
+    x = torch.tensor([1., 2., 3.], device=device)
+    v = torch.tensor([1., -1., 2.], device=device)
+    w = torch.tensor(0.5, device=device, requires_grad=True)
+    out, tan = jvp(lambda a: (a * w).sin(), (x,), (v,))
+    assert out.requires_grad and tan.requires_grad
+    xn, vn = _np(x), _np(v)
+    np.testing.assert_allclose(_np(tan), np.cos(xn * 0.5) * 0.5 * vn, rtol=1e-5)
+    tan.sum().backward()
+    # d/dw sum(cos(x w) w v) = sum(v (cos(x w) - x w sin(x w)))
+    np.testing.assert_allclose(_np(w.grad), (vn * (np.cos(xn * .5) - xn * .5 * np.sin(xn * .5))).sum(), rtol=1e-5)
+    # without an outer tensor, nothing requires grad
+    out, tan = jvp(lambda a: a.sin(), (x,), (v,))
+    assert not out.requires_grad and not tan.requires_grad
+
+
+def test_vjp_and_jvp_under_no_grad_keep_no_graph(device):
+    """PyTorch: under ``no_grad`` the outputs of ``vjp``/``jvp`` do not require grad, even through an outer tensor
+    that does; coretorch's vjp output did (``requires_grad=True``)."""
+    x = torch.tensor([1., 2., 3.], device=device)
+    w = torch.tensor(0.5, device=device, requires_grad=True)
+    with torch.no_grad():
+        out, fn = vjp(lambda a: a * w, x)
+        o2, tan = jvp(lambda a: (a * w).sin(), (x,), (torch.ones(3, device=device),))
+    assert not out.requires_grad and not o2.requires_grad and not tan.requires_grad
+    np.testing.assert_allclose(_np(fn(torch.ones(3, device=device))[0]), [.5, .5, .5])

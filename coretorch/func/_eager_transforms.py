@@ -170,8 +170,13 @@ def grad(func: Callable, argnums: Any = 0, has_aux: bool = False) -> Callable:
 def vjp(func: Callable, *primals, has_aux: bool = False):
     """``(func(*primals), vjp_fn)`` (and ``aux``): ``vjp_fn(cotangents)`` gives a tuple with the vector-Jacobian
     product for each primal."""
+    shown, vjp_fn, aux, _ = _vjp(func, primals, has_aux, _grad_state.enabled)
+    return (shown, vjp_fn, aux) if has_aux else (shown, vjp_fn)
+
+
+def _vjp(func: Callable, primals: tuple, has_aux: bool, prev: bool) -> tuple:
+    """vjp's ``(output, vjp_fn, aux, fresh leaves)``; ``prev``: whether grad mode is on outside the transform."""
     from ..autograd.grad_mode import enable_grad
-    prev = _grad_state.enabled
     with enable_grad():
         new, variables, layout, fresh = _variables(primals, tuple(range(len(primals))), "vjp") if primals else \
             ([], [], ([], True), [])
@@ -189,9 +194,7 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
         gs = _grads(out, variables, fresh, cotangents, retain=True)
         return tuple(_structured(gs, layout))
 
-    fresh_ids = {id(v) for v in fresh}
-    shown = _tree.tree_map(lambda o: o if _outside(o, fresh_ids) else o.detach(), out)
-    return (shown, vjp_fn, _unwrap(aux, fresh, prev)) if has_aux else (shown, vjp_fn)
+    return _unwrap(out, fresh, prev), vjp_fn, _unwrap(aux, fresh, prev), fresh
 
 
 def jacrev(func: Callable, argnums: Any = 0, *, has_aux: bool = False, chunk_size: int | None = None,
@@ -264,9 +267,9 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
                            "structure. For example, if primals is a tuple of 3 tensors, tangents also must be.")
     from ..autograd.grad_mode import enable_grad
     from ..ops.creation import zeros_like
+    prev = _grad_state.enabled
     with enable_grad():
-        res = vjp(func, *primals, has_aux=has_aux)
-        out, fn = res[0], res[1]
+        out, fn, aux, fresh = _vjp(func, primals, has_aux, prev)
         outs, ospec = _tree.flatten(out)
         us = [zeros_like(o).requires_grad_() for o in outs]
         g = fn(_tree.unflatten(us, ospec))
@@ -274,10 +277,13 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
         tl = _tree.flatten(tangents)[0]
         from ..autograd import grad as _autograd_grad
         pairs = [(a, b) for a, b in zip(gl, tl) if a.requires_grad]
-        jv = _autograd_grad([a for a, _ in pairs], us, [b for _, b in pairs], allow_unused=True) if pairs \
-            else (None,) * len(us)
-    jv_out = _tree.unflatten([zeros_like(o) if j is None else j.detach() for j, o in zip(jv, outs)], ospec)
-    return (out, jv_out, res[2]) if has_aux else (out, jv_out)
+        # (with a graph where grad mode is on outside: the tangent output depends on tensors outside the call, as
+        # PyTorch's does, when the function reads one that requires grad)
+        jv = _autograd_grad([a for a, _ in pairs], us, [b for _, b in pairs], allow_unused=True,
+                            create_graph=prev) if pairs else (None,) * len(us)
+    jv_out = _unwrap(_tree.unflatten([zeros_like(o) if j is None else j for j, o in zip(jv, outs)], ospec),
+                     fresh + us, prev)
+    return (out, jv_out, aux) if has_aux else (out, jv_out)
 
 
 def linearize(func: Callable, *primals) -> tuple:
