@@ -106,3 +106,30 @@ def test_vjp_and_jvp_under_no_grad_keep_no_graph(device):
         o2, tan = jvp(lambda a: (a * w).sin(), (x,), (torch.ones(3, device=device),))
     assert not out.requires_grad and not o2.requires_grad and not tan.requires_grad
     np.testing.assert_allclose(_np(fn(torch.ones(3, device=device))[0]), [.5, .5, .5])
+
+
+def test_profiler_schedule_skip_first_wait_shifts_every_cycle():
+    """PyTorch's ``schedule(skip_first_wait=1)`` shifts every step by ``wait`` (only the first cycle's wait is
+    skipped; later cycles keep their period). coretorch shifted only the steps of the first wait, so the second cycle
+    came ``wait`` steps early (with ``repeat`` it recorded an extra cycle). Expected actions: PyTorch 2.13's."""
+    from coretorch.profiler import ProfilerAction as A
+    from coretorch.profiler import schedule
+    with pytest.warns(UserWarning, match="warmup"):
+        schedule(wait=2, warmup=0, active=1, skip_first_wait=1)
+    s = schedule(wait=2, warmup=0, active=1, repeat=1, skip_first_wait=1)
+    assert [s(i) for i in range(6)] == [A.RECORD_AND_SAVE] + [A.NONE] * 5
+    s = schedule(wait=3, warmup=1, active=2, repeat=2, skip_first_wait=1)
+    cycle = [A.WARMUP, A.RECORD, A.RECORD_AND_SAVE, A.NONE, A.NONE, A.NONE]
+    assert [s(i) for i in range(16)] == cycle + cycle + [A.NONE] * 4
+    s = schedule(wait=3, warmup=1, active=2, skip_first=1, skip_first_wait=1)
+    assert [s(i) for i in range(8)] == [A.NONE] + cycle + [A.WARMUP]
+
+
+def test_profiler_schedule_errors_name_the_arguments():
+    """PyTorch's AssertionError for bad schedule arguments names each one and its bound; a negative step says so."""
+    from coretorch.profiler import schedule
+    with pytest.raises(AssertionError, match=r"Got wait=-1 \(need >= 0\), warmup=0 \(need >= 0\), active=1 "
+                                             r"\(need > 0\), repeat=0 \(need >= 0\), skip_first=0 \(need >= 0\)\."):
+        schedule(wait=-1, warmup=0, active=1)
+    with pytest.raises(AssertionError, match="Step must be non-negative. Got -1."):
+        schedule(wait=0, warmup=1, active=1)(-1)
