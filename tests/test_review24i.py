@@ -133,3 +133,11 @@ def test_profiler_schedule_errors_name_the_arguments():
         schedule(wait=-1, warmup=0, active=1)
     with pytest.raises(AssertionError, match="Step must be non-negative. Got -1."):
         schedule(wait=0, warmup=1, active=1)(-1)
+
+
+def test_prune_importance_scores_shape_error_names_both_shapes():
+    """PyTorch's AssertionError for ``importance_scores`` of another shape ends with both shapes ("got
+    torch.Size([12]) vs torch.Size([3, 4])"); coretorch's named neither."""
+    m = torch.nn.Linear(4, 3)
+    with pytest.raises(AssertionError, match=r"parameter weight of Linear\(.*\), got .*\[12\]\) vs .*\[3, 4\]\)"):
+        torch.nn.utils.prune.l1_unstructured(m, "weight", amount=4, importance_scores=torch.arange(12.))
