@@ -141,3 +141,19 @@ def test_prune_importance_scores_shape_error_names_both_shapes():
     m = torch.nn.Linear(4, 3)
     with pytest.raises(AssertionError, match=r"parameter weight of Linear\(.*\), got .*\[12\]\) vs .*\[3, 4\]\)"):
         torch.nn.utils.prune.l1_unstructured(m, "weight", amount=4, importance_scores=torch.arange(12.))
+
+
+def test_vmap_out_dims_as_a_list(device):
+    """PyTorch takes ``out_dims`` as any pytree matching the outputs (a list too); coretorch refused a list with
+    ValueError."""
+    x = torch.tensor([1., 2., 3.], device=device)
+    a, b = vmap(lambda t: [t, t * 2], out_dims=[0, 0])(x)
+    np.testing.assert_allclose(_np(a), [1., 2., 3.])
+    np.testing.assert_allclose(_np(b), [2., 4., 6.])
+
+
+def test_vjp_non_tensor_output_raises_runtime_error():
+    """PyTorch: ``vjp`` of a function returning a non-tensor raises RuntimeError ("expected f(*primals) to return only
+    tensors, got unsupported type <class 'int'>"); coretorch raised ValueError."""
+    with pytest.raises(RuntimeError, match=r"expected f\(\*primals\) to return only tensors, got unsupported type"):
+        vjp(lambda a: (a, 3), torch.tensor([1., 2.]))

@@ -187,8 +187,10 @@ def _vjp(func: Callable, primals: tuple, has_aux: bool, prev: bool) -> tuple:
                 raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: (output, aux) if "
                                    "has_aux is True")
             out, aux = out
-    _check_tensors(_tree.flatten(out)[0], "vjp(f, *primals): Expected f to be a function that has only Tensor "
-                                          "outputs. Output")
+    for o in _tree.flatten(out)[0]:
+        if not isinstance(o, _tensor_cls()):  # (PyTorch's error: a RuntimeError, unlike its inputs' ValueError)
+            raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only tensors, got unsupported type "
+                               f"{type(o)}")
 
     def vjp_fn(cotangents, *, retain_graph: bool = True, create_graph: bool | None = None):
         gs = _grads(out, variables, fresh, cotangents, retain=True)

@@ -144,7 +144,7 @@ def _vmap_call(func: Callable, in_dims: Any, out_dims: Any, randomness: str, arg
     if isinstance(out_dims, (int, type(None))):
         odims = [out_dims] * len(outs0)
     else:
-        odims = _tree.flatten(out_dims)[0] if isinstance(out_dims, tuple) else None
+        odims = _tree.flatten(out_dims)[0] if isinstance(out_dims, (tuple, list)) else None  # (a pytree, as PyTorch)
         if odims is None or len(odims) != len(outs0):
             raise ValueError(f"vmap({_name(func)}, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible "
                              "with the structure of `outputs`.")
