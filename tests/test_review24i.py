@@ -157,3 +157,17 @@ def test_vjp_non_tensor_output_raises_runtime_error():
     tensors, got unsupported type <class 'int'>"); coretorch raised ValueError."""
     with pytest.raises(RuntimeError, match=r"expected f\(\*primals\) to return only tensors, got unsupported type"):
         vjp(lambda a: (a, 3), torch.tensor([1., 2.]))
+
+
+def test_vmap_refuses_in_place_writes_to_an_unmapped_input(device):
+    """PyTorch: ``vmap(lambda x, y: y.mul_(x), in_dims=(0, None))`` raises RuntimeError ("vmap: inplace
+    arithmetic(self, *extra_args) is not possible ..."): ``y`` is not batched. coretorch's per-entry loop wrote to
+    ``y`` once per entry (here ``y`` ended [2, 2, 2] after ``add_`` over two entries: silently wrong). Writes to
+    mapped inputs still go through, as PyTorch's."""
+    b = torch.zeros(3, device=device)
+    with pytest.raises(RuntimeError, match=r"vmap: inplace arithmetic\(self, \*extra_args\) is not possible"):
+        vmap(lambda x, y: y.add_(x), in_dims=(0, None))(torch.ones(2, 3, device=device), b)
+    x = torch.ones(2, 3, device=device)
+    r = vmap(lambda t, y: t.mul_(y), in_dims=(0, None))(x, torch.full((3,), 2., device=device))
+    np.testing.assert_allclose(_np(x), np.full((2, 3), 2.))
+    np.testing.assert_allclose(_np(r), np.full((2, 3), 2.))

@@ -126,6 +126,12 @@ def _vmap_call(func: Callable, in_dims: Any, out_dims: Any, randomness: str, arg
         return _empty_batch(func, leaves, spec, dims, out_dims, kwargs)
     gens = _generators() if randomness != "different" else []
     start = [g.get_state() for g in gens] if randomness == "same" else None
+    from ..tensor import Tensor
+    # an input not mapped over is shared by every entry: an in-place write to it would run once per entry (PyTorch's
+    # batched op writes once, or refuses a batched operand), so the loop refuses it (below) instead of a silently
+    # wrong value
+    fixed = [x for x, d in zip(leaves, dims) if d is None and isinstance(x, Tensor)]
+    versions = [x._vc[0] for x in fixed]
     results = []
     for i in range(n):
         if start is not None:
@@ -138,6 +144,11 @@ def _vmap_call(func: Callable, in_dims: Any, out_dims: Any, randomness: str, arg
             raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use the "
                                "'same' or 'different' randomness flags on vmap or perform the randomness operation "
                                "out of vmap")
+        if any(x._vc[0] != v for x, v in zip(fixed, versions)):
+            raise RuntimeError("vmap: inplace arithmetic(self, *extra_args) is not possible because `self` is not "
+                               "vmapped over (in_dims=None): coretorch's vmap runs the function once per entry and "
+                               "cannot write to an input that is not mapped over. Please try to use the out-of-place "
+                               "version of the operation or map over `self` too.")
         results.append(r)
     outs0, ospec = _tree.flatten(results[0])
     odims: list | None
@@ -148,7 +159,6 @@ def _vmap_call(func: Callable, in_dims: Any, out_dims: Any, randomness: str, arg
         if odims is None or len(odims) != len(outs0):
             raise ValueError(f"vmap({_name(func)}, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible "
                              "with the structure of `outputs`.")
-    from ..tensor import Tensor
     flat = [_tree.flatten(r)[0] for r in results]
     stacked = []
     for k, (o, d) in enumerate(zip(outs0, odims)):
