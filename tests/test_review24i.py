@@ -171,3 +171,31 @@ def test_vmap_refuses_in_place_writes_to_an_unmapped_input(device):
     r = vmap(lambda t, y: t.mul_(y), in_dims=(0, None))(x, torch.full((3,), 2., device=device))
     np.testing.assert_allclose(_np(x), np.full((2, 3), 2.))
     np.testing.assert_allclose(_np(r), np.full((2, 3), 2.))
+
+
+def test_checkpoint_context_fn_recompute_context_is_entered(device):
+    """PyTorch: ``checkpoint(fn, x, use_reentrant=False, context_fn=lambda: (fwd_ctx, recompute_ctx))`` runs the
+    forward inside ``fwd_ctx`` and the backward's recomputation inside ``recompute_ctx`` (what selective
+    checkpointing builds on). coretorch dropped ``recompute_ctx``: the recomputation ran outside it."""
+    import contextlib
+    from coretorch.utils.checkpoint import checkpoint
+    state = {"ctx": None}
+    seen = []
+
+    @contextlib.contextmanager
+    def ctx(tag):
+        prev, state["ctx"] = state["ctx"], tag
+        try:
+            yield
+        finally:
+            state["ctx"] = prev
+
+    def fn(t):
+        seen.append(state["ctx"])
+        return t.exp()
+    x = torch.tensor([1., 2.], device=device, requires_grad=True)
+    y = checkpoint(fn, x, use_reentrant=False, context_fn=lambda: (ctx("forward"), ctx("recompute")))
+    assert seen == ["forward"]
+    y.sum().backward()
+    assert seen == ["forward", "recompute"] and state["ctx"] is None
+    np.testing.assert_allclose(_np(x.grad), np.exp([1., 2.]), rtol=1e-6)
