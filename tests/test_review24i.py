@@ -199,3 +199,20 @@ def test_checkpoint_context_fn_recompute_context_is_entered(device):
     y.sum().backward()
     assert seen == ["forward", "recompute"] and state["ctx"] is None
     np.testing.assert_allclose(_np(x.grad), np.exp([1., 2.]), rtol=1e-6)
+
+
+def test_vmap_returning_an_input_shares_its_data(device):
+    """PyTorch: ``vmap(lambda t: t)(x)`` is ``x`` itself, and with ``out_dims=1`` a view of it (a write through the
+    result changes ``x``). coretorch stacked the entries into a new tensor (the write was lost on ``x``). Other
+    outputs are still stacked copies."""
+    x = torch.ones(2, 3, device=device)
+    assert vmap(lambda t: t)(x) is x
+    r = vmap(lambda t: t, out_dims=1)(x)
+    assert tuple(r.shape) == (3, 2)
+    r[0, 1] = 5.
+    assert _np(x)[1, 0] == 5.
+    y = torch.zeros(3, 2, device=device)
+    a, b = vmap(lambda t, u: (u, t * 1), in_dims=(0, 1))(x, y)
+    assert tuple(a.shape) == (2, 3) and b is not x
+    a[0, 0] = 7.
+    assert _np(y)[0, 0] == 7.

@@ -111,6 +111,16 @@ def _same(a: Any, b: Any) -> bool:
     return bool(((a == b) | (a.isnan() & b.isnan())).all()) if a.is_floating_point() else False
 
 
+def _passed_through(leaves: list, dims: list, entries: list, outs: list, out_dim: int) -> Any:
+    """A mapped input that the function returned as is (every entry's output is that entry of it): the input itself
+    (its mapped dimension moved to ``out_dim``, a view), as PyTorch's, which shares its data; else None."""
+    for j, (x, d) in enumerate(zip(leaves, dims)):
+        if d is not None and all(o is e[j] for o, e in zip(outs, entries)):
+            d, od = d % x.dim(), out_dim % x.dim()
+            return x if d == od else x.movedim(d, od)
+    return None
+
+
 def _vmap_call(func: Callable, in_dims: Any, out_dims: Any, randomness: str, args: tuple, kwargs: dict) -> Any:
     from ..ops.shape import stack
     leaves, spec, dims = _flat_in_dims(func, in_dims, args)
@@ -132,7 +142,7 @@ def _vmap_call(func: Callable, in_dims: Any, out_dims: Any, randomness: str, arg
     # wrong value
     fixed = [x for x, d in zip(leaves, dims) if d is None and isinstance(x, Tensor)]
     versions = [x._vc[0] for x in fixed]
-    results = []
+    results, entries = [], []
     for i in range(n):
         if start is not None:
             for g, s in zip(gens, start):
@@ -150,6 +160,7 @@ def _vmap_call(func: Callable, in_dims: Any, out_dims: Any, randomness: str, arg
                                "cannot write to an input that is not mapped over. Please try to use the out-of-place "
                                "version of the operation or map over `self` too.")
         results.append(r)
+        entries.append(entry)
     outs0, ospec = _tree.flatten(results[0])
     odims: list | None
     if isinstance(out_dims, (int, type(None))):
@@ -173,7 +184,8 @@ def _vmap_call(func: Callable, in_dims: Any, out_dims: Any, randomness: str, arg
         if not isinstance(o, Tensor):
             raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` must only return Tensors, got type "
                              f"{type(o)}. Did you mean to set out_dims= to None for output?")
-        stacked.append(stack([f[k] for f in flat], d))
+        same = _passed_through(leaves, dims, entries, [f[k] for f in flat], d)
+        stacked.append(stack([f[k] for f in flat], d) if same is None else same)
     return _tree.unflatten(stacked, ospec)
 
 
