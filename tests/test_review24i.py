@@ -115,8 +115,7 @@ def test_profiler_schedule_skip_first_wait_shifts_every_cycle():
     from coretorch.profiler import ProfilerAction as A
     from coretorch.profiler import schedule
     with pytest.warns(UserWarning, match="warmup"):
-        schedule(wait=2, warmup=0, active=1, skip_first_wait=1)
-    s = schedule(wait=2, warmup=0, active=1, repeat=1, skip_first_wait=1)
+        s = schedule(wait=2, warmup=0, active=1, repeat=1, skip_first_wait=1)
     assert [s(i) for i in range(6)] == [A.RECORD_AND_SAVE] + [A.NONE] * 5
     s = schedule(wait=3, warmup=1, active=2, repeat=2, skip_first_wait=1)
     cycle = [A.WARMUP, A.RECORD, A.RECORD_AND_SAVE, A.NONE, A.NONE, A.NONE]
