@@ -215,3 +215,13 @@ def test_vmap_returning_an_input_shares_its_data(device):
     assert tuple(a.shape) == (2, 3) and b is not x
     a[0, 0] = 7.
     assert _np(y)[0, 0] == 7.
+
+
+def test_jvp_tangent_of_another_shape_raises_pytorchs_error():
+    """PyTorch: a tangent whose shape differs from its primal's raises RuntimeError "Trying to set a forward gradient
+    that has a different size than that of the original Tensor ... Tensor is of size [3] while the given forward
+    gradient is of size [2]."; coretorch's error spoke of a grad_output of the double-vjp it runs."""
+    with pytest.raises(RuntimeError, match=r"different size than that of the original Tensor, this is not "
+                                           r"supported\. Tensor is of size \[3\] while the given forward gradient "
+                                           r"is of size \[2\]"):
+        jvp(lambda a: a * 2, (torch.ones(3),), (torch.ones(2),))

@@ -267,6 +267,11 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
     if not isinstance(tangents, tuple) or len(tangents) != len(primals):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same python "
                            "structure. For example, if primals is a tuple of 3 tensors, tangents also must be.")
+    for p, t in zip(_tree.flatten(primals)[0], _tree.flatten(tangents)[0]):
+        if hasattr(p, "shape") and hasattr(t, "shape") and tuple(p.shape) != tuple(t.shape):
+            raise RuntimeError("Trying to set a forward gradient that has a different size than that of the original "
+                               f"Tensor, this is not supported. Tensor is of size {list(p.shape)} while the given "
+                               f"forward gradient is of size {list(t.shape)}.")
     from ..autograd.grad_mode import enable_grad
     from ..ops.creation import zeros_like
     prev = _grad_state.enabled
