@@ -90,6 +90,16 @@ def _outside(t: Any, fresh: set) -> bool:
     return False
 
 
+def _unwrap(obj: Any, fresh: list, keep_graph: bool) -> Any:
+    """``obj`` (an output or ``aux``) as the transform hands it back: each tensor detached unless grad mode is on
+    outside the call and its graph reaches tensors other than this call's fresh leaves (PyTorch unwraps a result from
+    the transform's level: it requires grad only through an enclosing level)."""
+    T = _tensor_cls()
+    ids = {id(v) for v in fresh}
+    return _tree.tree_map(lambda o: o if not isinstance(o, T) or (keep_graph and _outside(o, ids)) else o.detach(),
+                          obj)
+
+
 def _grads(output: Any, variables: list, fresh: list, grad_outputs: Any = None, retain: bool = False) -> list:
     from ..autograd import grad as _autograd_grad
     from ..ops.creation import zeros_like
@@ -140,9 +150,9 @@ def grad_and_value(func: Callable, argnums: Any = 0, has_aux: bool = False) -> C
                                    f"with {out.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
             _grad_state.enabled = prev  # (the gradients keep a graph only for an enclosing grad mode)
             gs = _grads(out, variables, fresh)
-        value = out if prev and _outside(out, {id(v) for v in fresh}) else out.detach()
+        value = _unwrap(out, fresh, prev)
         g = _structured(gs, layout)
-        return (g, (value, aux)) if has_aux else (g, value)
+        return (g, (value, _unwrap(aux, fresh, prev))) if has_aux else (g, value)
     return wrapper
 
 
@@ -160,6 +170,12 @@ def grad(func: Callable, argnums: Any = 0, has_aux: bool = False) -> Callable:
 def vjp(func: Callable, *primals, has_aux: bool = False):
     """``(func(*primals), vjp_fn)`` (and ``aux``): ``vjp_fn(cotangents)`` gives a tuple with the vector-Jacobian
     product for each primal."""
+    shown, vjp_fn, aux, _ = _vjp(func, primals, has_aux, _grad_state.enabled)
+    return (shown, vjp_fn, aux) if has_aux else (shown, vjp_fn)
+
+
+def _vjp(func: Callable, primals: tuple, has_aux: bool, prev: bool) -> tuple:
+    """vjp's ``(output, vjp_fn, aux, fresh leaves)``; ``prev``: whether grad mode is on outside the transform."""
     from ..autograd.grad_mode import enable_grad
     with enable_grad():
         new, variables, layout, fresh = _variables(primals, tuple(range(len(primals))), "vjp") if primals else \
@@ -171,16 +187,16 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
                 raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: (output, aux) if "
                                    "has_aux is True")
             out, aux = out
-    _check_tensors(_tree.flatten(out)[0], "vjp(f, *primals): Expected f to be a function that has only Tensor "
-                                          "outputs. Output")
+    for o in _tree.flatten(out)[0]:
+        if not isinstance(o, _tensor_cls()):  # (PyTorch's error: a RuntimeError, unlike its inputs' ValueError)
+            raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only tensors, got unsupported type "
+                               f"{type(o)}")
 
     def vjp_fn(cotangents, *, retain_graph: bool = True, create_graph: bool | None = None):
         gs = _grads(out, variables, fresh, cotangents, retain=True)
         return tuple(_structured(gs, layout))
 
-    fresh_ids = {id(v) for v in fresh}
-    shown = _tree.tree_map(lambda o: o if _outside(o, fresh_ids) else o.detach(), out)
-    return (shown, vjp_fn, aux) if has_aux else (shown, vjp_fn)
+    return _unwrap(out, fresh, prev), vjp_fn, _unwrap(aux, fresh, prev), fresh
 
 
 def jacrev(func: Callable, argnums: Any = 0, *, has_aux: bool = False, chunk_size: int | None = None,
@@ -211,6 +227,7 @@ def jacfwd(func: Callable, argnums: Any = 0, has_aux: bool = False, *, randomnes
 def _jacobian(func: Callable, args: tuple, argnums: Any, has_aux: bool, name: str) -> Any:
     from ..autograd.grad_mode import enable_grad
     from ..ops.shape import stack
+    prev = _grad_state.enabled
     with enable_grad():
         new, variables, layout, fresh = _variables(args, argnums, name)
         out = func(*new)
@@ -233,7 +250,7 @@ def _jacobian(func: Callable, args: tuple, argnums: Any, has_aux: bool, name: st
             per_out.append(_structured(jac, layout))
     result = _tree.unflatten(per_out, ospec)
     if has_aux:
-        return result, aux
+        return result, _unwrap(aux, fresh, prev)
     return result
 
 
@@ -250,11 +267,16 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
     if not isinstance(tangents, tuple) or len(tangents) != len(primals):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same python "
                            "structure. For example, if primals is a tuple of 3 tensors, tangents also must be.")
+    for p, t in zip(_tree.flatten(primals)[0], _tree.flatten(tangents)[0]):
+        if hasattr(p, "shape") and hasattr(t, "shape") and tuple(p.shape) != tuple(t.shape):
+            raise RuntimeError("Trying to set a forward gradient that has a different size than that of the original "
+                               f"Tensor, this is not supported. Tensor is of size {list(p.shape)} while the given "
+                               f"forward gradient is of size {list(t.shape)}.")
     from ..autograd.grad_mode import enable_grad
     from ..ops.creation import zeros_like
+    prev = _grad_state.enabled
     with enable_grad():
-        res = vjp(func, *primals, has_aux=has_aux)
-        out, fn = res[0], res[1]
+        out, fn, aux, fresh = _vjp(func, primals, has_aux, prev)
         outs, ospec = _tree.flatten(out)
         us = [zeros_like(o).requires_grad_() for o in outs]
         g = fn(_tree.unflatten(us, ospec))
@@ -262,10 +284,13 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
         tl = _tree.flatten(tangents)[0]
         from ..autograd import grad as _autograd_grad
         pairs = [(a, b) for a, b in zip(gl, tl) if a.requires_grad]
-        jv = _autograd_grad([a for a, _ in pairs], us, [b for _, b in pairs], allow_unused=True) if pairs \
-            else (None,) * len(us)
-    jv_out = _tree.unflatten([zeros_like(o) if j is None else j.detach() for j, o in zip(jv, outs)], ospec)
-    return (out, jv_out, res[2]) if has_aux else (out, jv_out)
+        # (with a graph where grad mode is on outside: the tangent output depends on tensors outside the call, as
+        # PyTorch's does, when the function reads one that requires grad)
+        jv = _autograd_grad([a for a, _ in pairs], us, [b for _, b in pairs], allow_unused=True,
+                            create_graph=prev) if pairs else (None,) * len(us)
+    jv_out = _unwrap(_tree.unflatten([zeros_like(o) if j is None else j for j, o in zip(jv, outs)], ospec),
+                     fresh + us, prev)
+    return (out, jv_out, aux) if has_aux else (out, jv_out)
 
 
 def linearize(func: Callable, *primals) -> tuple:

@@ -99,6 +99,28 @@ def _flat_in_dims(func: Any, in_dims: Any, args: tuple) -> tuple[list, Any, list
     return leaves, spec, dims
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Whether two entries' outputs are the same values (NaN equal to NaN)."""
+    from ..tensor import Tensor
+    if a is b:
+        return True
+    if not isinstance(b, Tensor) or a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.equal(b):
+        return True
+    return bool(((a == b) | (a.isnan() & b.isnan())).all()) if a.is_floating_point() else False
+
+
+def _passed_through(leaves: list, dims: list, entries: list, outs: list, out_dim: int) -> Any:
+    """A mapped input that the function returned as is (every entry's output is that entry of it): the input itself
+    (its mapped dimension moved to ``out_dim``, a view), as PyTorch's, which shares its data; else None."""
+    for j, (x, d) in enumerate(zip(leaves, dims)):
+        if d is not None and all(o is e[j] for o, e in zip(outs, entries)):
+            d, od = d % x.dim(), out_dim % x.dim()
+            return x if d == od else x.movedim(d, od)
+    return None
+
+
 def _vmap_call(func: Callable, in_dims: Any, out_dims: Any, randomness: str, args: tuple, kwargs: dict) -> Any:
     from ..ops.shape import stack
     leaves, spec, dims = _flat_in_dims(func, in_dims, args)
@@ -114,7 +136,13 @@ def _vmap_call(func: Callable, in_dims: Any, out_dims: Any, randomness: str, arg
         return _empty_batch(func, leaves, spec, dims, out_dims, kwargs)
     gens = _generators() if randomness != "different" else []
     start = [g.get_state() for g in gens] if randomness == "same" else None
-    results = []
+    from ..tensor import Tensor
+    # an input not mapped over is shared by every entry: an in-place write to it would run once per entry (PyTorch's
+    # batched op writes once, or refuses a batched operand), so the loop refuses it (below) instead of a silently
+    # wrong value
+    fixed = [x for x, d in zip(leaves, dims) if d is None and isinstance(x, Tensor)]
+    versions = [x._vc[0] for x in fixed]
+    results, entries = [], []
     for i in range(n):
         if start is not None:
             for g, s in zip(gens, start):
@@ -126,27 +154,38 @@ def _vmap_call(func: Callable, in_dims: Any, out_dims: Any, randomness: str, arg
             raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use the "
                                "'same' or 'different' randomness flags on vmap or perform the randomness operation "
                                "out of vmap")
+        if any(x._vc[0] != v for x, v in zip(fixed, versions)):
+            raise RuntimeError("vmap: inplace arithmetic(self, *extra_args) is not possible because `self` is not "
+                               "vmapped over (in_dims=None): coretorch's vmap runs the function once per entry and "
+                               "cannot write to an input that is not mapped over. Please try to use the out-of-place "
+                               "version of the operation or map over `self` too.")
         results.append(r)
+        entries.append(entry)
     outs0, ospec = _tree.flatten(results[0])
     odims: list | None
     if isinstance(out_dims, (int, type(None))):
         odims = [out_dims] * len(outs0)
     else:
-        odims = _tree.flatten(out_dims)[0] if isinstance(out_dims, tuple) else None
+        odims = _tree.flatten(out_dims)[0] if isinstance(out_dims, (tuple, list)) else None  # (a pytree, as PyTorch)
         if odims is None or len(odims) != len(outs0):
             raise ValueError(f"vmap({_name(func)}, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible "
                              "with the structure of `outputs`.")
-    from ..tensor import Tensor
     flat = [_tree.flatten(r)[0] for r in results]
     stacked = []
     for k, (o, d) in enumerate(zip(outs0, odims)):
         if d is None:
+            # PyTorch refuses an output that depends on the mapped inputs here; the loop cannot see dependence, but
+            # entries that differ are batched for sure (returning the first entry's would be silently wrong)
+            if isinstance(o, Tensor) and not all(_same(o, f[k]) for f in flat[1:]):
+                raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` can not return a BatchedTensor when "
+                                 "out_dim is None")
             stacked.append(o)
             continue
         if not isinstance(o, Tensor):
             raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` must only return Tensors, got type "
                              f"{type(o)}. Did you mean to set out_dims= to None for output?")
-        stacked.append(stack([f[k] for f in flat], d))
+        same = _passed_through(leaves, dims, entries, [f[k] for f in flat], d)
+        stacked.append(stack([f[k] for f in flat], d) if same is None else same)
     return _tree.unflatten(stacked, ospec)
 
 

@@ -49,18 +49,20 @@ def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first
     """PyTorch's profiler schedule: after ``skip_first`` steps, cycles of ``wait`` idle, ``warmup`` and ``active``
     recorded steps (the last of each cycle saves: ``on_trace_ready``), ``repeat`` cycles (0: no end)."""
     if not (wait >= 0 and warmup >= 0 and active > 0 and repeat >= 0 and skip_first >= 0):
-        raise AssertionError("Invalid profiler schedule arguments")
+        raise AssertionError(f"Invalid profiler schedule arguments. Got wait={wait} (need >= 0), warmup={warmup} "
+                             f"(need >= 0), active={active} (need > 0), repeat={repeat} (need >= 0), "
+                             f"skip_first={skip_first} (need >= 0).")
     if warmup == 0:
         warnings.warn("Profiler won't be using warmup, this can skew profiler results", stacklevel=2)
 
     def schedule_fn(step: int) -> ProfilerAction:
         if step < 0:
-            raise AssertionError(f"Invalid step number: {step}")
+            raise AssertionError(f"Step must be non-negative. Got {step}.")
         if step < skip_first:
             return ProfilerAction.NONE
         step -= skip_first
         n = wait + warmup + active
-        if skip_first_wait and step < wait:  # (the first cycle's wait skipped)
+        if skip_first_wait:  # (the first cycle's wait skipped: every step shifts by it, so the cycles stay aligned)
             step += wait
         if repeat > 0 and step / n >= repeat:
             return ProfilerAction.NONE

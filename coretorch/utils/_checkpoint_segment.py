@@ -143,12 +143,13 @@ class CheckpointBackward(Node):
     kwargs: Any = None
     rng: Any = None
     rng_states: Any = None
+    recompute_ctx: Any = None  # (context_fn's second context: entered around the recomputation)
 
     def release(self) -> None:
         """After a backward without ``retain_graph``: the inputs, function and generator states go (a second
         backward raises the engine's "second time" error, as PyTorch's freed recomputation)."""
         self._saved = _FREED
-        self.args = self.kwargs = self.fn = self.rng = self.rng_states = None
+        self.args = self.kwargs = self.fn = self.rng = self.rng_states = self.recompute_ctx = None
 
     def backward(self, *grads):
         from ..autograd.engine import run_backward
@@ -189,6 +190,8 @@ class CheckpointBackward(Node):
                 g.set_state(s)
             with enable_grad(), _Watch() as made:
                 ctxs = [autocast(d, dtype=dt, enabled=on, cache_enabled=cache) for d, on, dt, cache in self.autocast]
+                if self.recompute_ctx is not None:
+                    ctxs.append(self.recompute_ctx)
                 for c in ctxs:
                     c.__enter__()
                 try:
@@ -231,8 +234,10 @@ class CheckpointBackward(Node):
                 "cannot give them gradients. Make the function deterministic, or create such tensors outside it.")
 
 
-def run(fn: Callable, args: tuple, kwargs: dict, preserve_rng_state: bool, determinism_check: str) -> Any:
-    """``fn(*args, **kwargs)``, checkpointed (see the module docstring)."""
+def run(fn: Callable, args: tuple, kwargs: dict, preserve_rng_state: bool, determinism_check: str,
+        recompute_ctx: Any = None) -> Any:
+    """``fn(*args, **kwargs)``, checkpointed (see the module docstring); ``recompute_ctx``: a context manager entered
+    around the recomputation (``context_fn``'s second)."""
     from ..autograd.grad_mode import state as grad_state
     from ..tensor import Tensor, _make
     if not grad_state.enabled:  # (no graph to save memory from)
@@ -263,7 +268,7 @@ def run(fn: Callable, args: tuple, kwargs: dict, preserve_rng_state: bool, deter
     node.save(*[args[i] for i in tpos])
     node.tensor_pos, node.args, node.kwargs, node.fn = tpos, [None if isinstance(a, Tensor) else a for a in args], \
         kwargs, fn
-    node.rng, node.rng_states, node.autocast = gens, states, amp
+    node.rng, node.rng_states, node.autocast, node.recompute_ctx = gens, states, amp, recompute_ctx
     node.out_pos, node.out_meta, node.determinism = pos, [_meta(o) for o in outs], determinism_check
     node.saved_meta = saved_meta
     if len(outs) > 1:

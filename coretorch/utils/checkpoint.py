@@ -245,9 +245,9 @@ def checkpoint(function: Callable, *args, use_reentrant: bool | None = None,
         with no_grad():
             return function(*args)
     if context_fn is not noop_context_fn:
-        fwd_ctx, _ = context_fn()
+        fwd_ctx, recompute_ctx = context_fn()
         with fwd_ctx:
-            return _checkpoint_segment.run(function, args, kwargs, preserve, determinism_check)
+            return _checkpoint_segment.run(function, args, kwargs, preserve, determinism_check, recompute_ctx)
     return _checkpoint_segment.run(function, args, kwargs, preserve, determinism_check)
 
 

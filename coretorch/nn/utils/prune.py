@@ -74,7 +74,8 @@ class BasePruningMethod(ABC):
         orig = getattr(module, name)
         if importance_scores is not None:
             if importance_scores.shape != orig.shape:
-                raise AssertionError(f"importance_scores should have the same shape as parameter {name} of {module}")
+                raise AssertionError(f"importance_scores should have the same shape as parameter {name} of {module}, "
+                                     f"got {importance_scores.shape} vs {orig.shape}")
         else:
             importance_scores = orig
         first = not isinstance(method, PruningContainer)
