@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+from ..ops.random import defaults_in_use
 from . import _tree
 
 _RANDOMNESS = ("error", "different", "same")
@@ -20,11 +21,6 @@ _RANDOMNESS = ("error", "different", "same")
 
 def _name(func: Any) -> str:
     return getattr(func, "__name__", type(func).__name__)
-
-
-def _generators() -> list:
-    from ..ops.random import defaults_in_use
-    return defaults_in_use()
 
 
 def _states(gens: list) -> list:
@@ -134,7 +130,7 @@ def _vmap_call(func: Callable, in_dims: Any, out_dims: Any, randomness: str, arg
     n = sizes[0]
     if n == 0:
         return _empty_batch(func, leaves, spec, dims, out_dims, kwargs)
-    gens = _generators() if randomness != "different" else []
+    gens = defaults_in_use() if randomness != "different" else []
     start = [g.get_state() for g in gens] if randomness == "same" else None
     from ..tensor import Tensor
     # an input not mapped over is shared by every entry: an in-place write to it would run once per entry (PyTorch's
@@ -193,7 +189,7 @@ def _empty_batch(func: Callable, leaves: list, spec: Any, dims: list, out_dims: 
     """A mapped dimension of size 0: the function runs once on zero entries of the inputs' entry shapes (the
     generators set back after it) for the outputs' shapes, each returned with a mapped dimension of size 0."""
     from ..ops.creation import zeros
-    gens = _generators()
+    gens = defaults_in_use()
     start = [g.get_state() for g in gens]
     entry = [x if d is None else zeros(tuple(x.shape[:d % x.dim()]) + tuple(x.shape[d % x.dim() + 1:]),
                                        dtype=x.dtype, device=x.device) for x, d in zip(leaves, dims)]

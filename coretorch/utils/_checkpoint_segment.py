@@ -22,11 +22,13 @@ graph (no memory saved for it); a leaf made inside the function cannot be checkp
 backward)."""
 from __future__ import annotations
 
+import contextlib
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..autograd import _node_watch
 from ..autograd.graph import _FREED, AccumulateGrad, Node
+from ..func import _tree
 
 _TLS = threading.local()  # .segments: the node sets of the checkpoints running a forward in this thread
 
@@ -78,42 +80,49 @@ def boundary(roots: list, made: dict) -> list:
     return list(edges)
 
 
-def _rng_generators() -> list:
-    """The default generators a recomputation must start from as the forward did: cpu's and those of the devices in
-    use (PyTorch keeps cpu's and those of its tensor arguments' devices; these include them)."""
-    from ..ops.random import defaults_in_use
-    return defaults_in_use()
+class ForwardState:
+    """What a recomputation starts from, as the forward did: the default generators' states (``preserve_rng``:
+    PyTorch keeps cpu's and those of its tensor arguments' devices; these are cpu's and every device's in use) and
+    the autocast settings."""
 
+    def __init__(self, preserve_rng: bool) -> None:
+        from ..amp import autocast_mode as ac
+        from ..ops.random import defaults_in_use
+        self.rng = [(g, g.get_state()) for g in defaults_in_use()] if preserve_rng else []
+        self.amp = [(d, ac.is_autocast_enabled(d), ac.get_autocast_dtype(d), ac.is_autocast_cache_enabled())
+                    for d in ("cpu", "opencl") if ac.is_autocast_available(d)]
 
-def _autocast_state() -> list:
-    from ..amp import autocast_mode as ac
-    return [(d, ac.is_autocast_enabled(d), ac.get_autocast_dtype(d), ac.is_autocast_cache_enabled())
-            for d in ("cpu", "opencl") if ac.is_autocast_available(d)]
+    @contextlib.contextmanager
+    def restored(self, extra: Any = None) -> Iterator[None]:
+        """The block in grad mode, the generators at their forward states (set back after it), the forward's
+        autocast and ``extra`` (a context manager, or None) entered."""
+        from ..amp.autocast_mode import autocast
+        from ..autograd.grad_mode import enable_grad
+        now = [(g, g.get_state()) for g, _ in self.rng]
+        try:
+            for g, st in self.rng:
+                g.set_state(st)
+            with enable_grad(), contextlib.ExitStack() as stack:
+                for d, on, dt, cache in self.amp:
+                    stack.enter_context(autocast(d, dtype=dt, enabled=on, cache_enabled=cache))
+                if extra is not None:
+                    stack.enter_context(extra)
+                yield
+        finally:
+            for g, st in now:
+                g.set_state(st)
 
 
 def _map_tensors(obj: Any, fn: Callable) -> Any:
     """``obj`` with every tensor in it (through tuples, named tuples, lists and dicts) replaced by ``fn(t)``."""
     from ..tensor import Tensor
-    if isinstance(obj, Tensor):
-        return fn(obj)
-    if isinstance(obj, tuple):
-        items = [_map_tensors(o, fn) for o in obj]
-        return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)
-    if isinstance(obj, list):
-        return [_map_tensors(o, fn) for o in obj]
-    if isinstance(obj, dict):
-        return {k: _map_tensors(v, fn) for k, v in obj.items()}
-    return obj
+    return _tree.tree_map(lambda x: fn(x) if isinstance(x, Tensor) else x, obj)
 
 
 def _tensors(obj: Any) -> list:
-    out: list = []
-
-    def take(t: Any) -> Any:
-        out.append(t)
-        return t
-    _map_tensors(obj, take)
-    return out
+    """The tensors in ``obj``, in order (see :func:`_map_tensors`)."""
+    from ..tensor import Tensor
+    return [x for x in _tree.flatten(obj)[0] if isinstance(x, Tensor)]
 
 
 def _meta(t: Any) -> dict:
@@ -141,15 +150,14 @@ class CheckpointBackward(Node):
     fn: Any = None
     args: Any = None
     kwargs: Any = None
-    rng: Any = None
-    rng_states: Any = None
+    state: Any = None  # the forward's ForwardState
     recompute_ctx: Any = None  # (context_fn's second context: entered around the recomputation)
 
     def release(self) -> None:
         """After a backward without ``retain_graph``: the inputs, function and generator states go (a second
         backward raises the engine's "second time" error, as PyTorch's freed recomputation)."""
         self._saved = _FREED
-        self.args = self.kwargs = self.fn = self.rng = self.rng_states = self.recompute_ctx = None
+        self.args = self.kwargs = self.fn = self.state = self.recompute_ctx = None
 
     def backward(self, *grads):
         from ..autograd.engine import run_backward
@@ -179,29 +187,11 @@ class CheckpointBackward(Node):
 
     def recompute(self, tensor_args: tuple) -> list:
         """The segment run again as at the forward; its checkpointed outputs, in this node's output order."""
-        from ..amp.autocast_mode import autocast
-        from ..autograd.grad_mode import enable_grad
         args = list(self.args)
         for i, t in zip(self.tensor_pos, tensor_args):
             args[i] = t
-        now: list = [(g, g.get_state()) for g in self.rng] if self.rng else []
-        try:
-            for g, s in self.rng_states:
-                g.set_state(s)
-            with enable_grad(), _Watch() as made:
-                ctxs = [autocast(d, dtype=dt, enabled=on, cache_enabled=cache) for d, on, dt, cache in self.autocast]
-                if self.recompute_ctx is not None:
-                    ctxs.append(self.recompute_ctx)
-                for c in ctxs:
-                    c.__enter__()
-                try:
-                    result = self.fn(*args, **self.kwargs)
-                finally:
-                    for c in reversed(ctxs):
-                        c.__exit__(None, None, None)
-        finally:
-            for g, s in now:
-                g.set_state(s)
+        with self.state.restored(self.recompute_ctx), _Watch() as made:
+            result = self.fn(*args, **self.kwargs)
         flat = _tensors(result)
         outs = [flat[i] if i < len(flat) else None for i in self.out_pos]
         self.check(outs, made)
@@ -242,9 +232,7 @@ def run(fn: Callable, args: tuple, kwargs: dict, preserve_rng_state: bool, deter
     from ..tensor import Tensor, _make
     if not grad_state.enabled:  # (no graph to save memory from)
         return fn(*args, **kwargs)
-    gens = _rng_generators() if preserve_rng_state else []
-    states = [(g, g.get_state()) for g in gens]
-    amp = _autocast_state()
+    state = ForwardState(preserve_rng_state)
     with _Watch() as made:
         result = fn(*args, **kwargs)
     flat = _tensors(result)
@@ -268,7 +256,7 @@ def run(fn: Callable, args: tuple, kwargs: dict, preserve_rng_state: bool, deter
     node.save(*[args[i] for i in tpos])
     node.tensor_pos, node.args, node.kwargs, node.fn = tpos, [None if isinstance(a, Tensor) else a for a in args], \
         kwargs, fn
-    node.rng, node.rng_states, node.autocast, node.recompute_ctx = gens, states, amp, recompute_ctx
+    node.state, node.recompute_ctx = state, recompute_ctx
     node.out_pos, node.out_meta, node.determinism = pos, [_meta(o) for o in outs], determinism_check
     node.saved_meta = saved_meta
     if len(outs) > 1:

@@ -149,9 +149,7 @@ class CheckpointFunction(Function):
         check_backward_validity(args)
         ctx.run_function = run_function
         ctx.preserve_rng_state = preserve_rng_state
-        ctx.rng = _checkpoint_segment._rng_generators() if preserve_rng_state else []
-        ctx.rng_states = [(g, g.get_state()) for g in ctx.rng]
-        ctx.amp = _checkpoint_segment._autocast_state()
+        ctx.state = _checkpoint_segment.ForwardState(preserve_rng_state)
         ctx.inputs = [None if isinstance(a, Tensor) else a for a in args]
         ctx.tensor_indices = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         ctx.save_for_backward(*[args[i] for i in ctx.tensor_indices])
@@ -161,8 +159,6 @@ class CheckpointFunction(Function):
     @staticmethod
     def backward(ctx, *grads):
         from .. import autograd
-        from ..amp.autocast_mode import autocast
-        from ..autograd.grad_mode import enable_grad
         from ..tensor import Tensor
         if not _is_checkpoint_valid():
             raise RuntimeError("When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or "
@@ -172,18 +168,9 @@ class CheckpointFunction(Function):
         inputs = list(ctx.inputs)
         for i, t in zip(ctx.tensor_indices, ctx.saved_tensors):
             inputs[i] = t
-        now = [(g, g.get_state()) for g in ctx.rng]
-        try:
-            for g, s in ctx.rng_states:
-                g.set_state(s)
-            detached = detach_variable(tuple(inputs))
-            with enable_grad(), contextlib.ExitStack() as stack:
-                for d, on, dt, cache in ctx.amp:
-                    stack.enter_context(autocast(d, dtype=dt, enabled=on, cache_enabled=cache))
-                outputs = ctx.run_function(*detached)
-        finally:
-            for g, s in now:
-                g.set_state(s)
+        detached = detach_variable(tuple(inputs))
+        with ctx.state.restored():
+            outputs = ctx.run_function(*detached)
         if isinstance(outputs, Tensor):
             outputs = (outputs,)
         with_grad, grads_of = [], []
