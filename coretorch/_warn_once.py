@@ -15,11 +15,9 @@ def warn_once(key: str, message: str, stacklevel: int = 1) -> None:
     files are skipped (an op reached through a ``__torch_function__`` wrapper warns at the user's line, not there)."""
     if key not in GIVEN:
         GIVEN.add(key)
-        if stacklevel > 1:
-            f = sys._getframe(stacklevel)
-            while f is not None and f.f_back is not None and f.f_code.co_filename.startswith(_PKG):
-                f, stacklevel = f.f_back, stacklevel + 1
-        warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
+        # (counted from here: one more than from the caller)
+        warnings.warn(message, UserWarning, stacklevel=user_stacklevel(stacklevel + 1) if stacklevel > 1
+                      else stacklevel + 1)
 
 
 def user_stacklevel(stacklevel: int) -> int:
