@@ -302,3 +302,24 @@ def test_checkpoint_module_names_and_arguments():
     assert seen == ["in", "out"]
     y.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), np.cos(x.detach().numpy()), rtol=1e-6)
+
+
+def test_parameters_swapped_back_before_the_backward_raise_checkpoint_error():
+    """A module whose forward is checkpointed, run through ``torch.func.grad(functional_call(...))``: the transform's
+    backward runs after functional_call put the module's own parameters back, so the recomputation reaches other
+    leaves than the forward did (PyTorch refuses checkpoints under torch.func too). CheckpointError names this case
+    instead of a gradient computed from the wrong parameters."""
+    from coretorch.func import functional_call, grad
+
+    class Checkpointed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 2)
+
+        def forward(self, x):
+            return checkpoint(self.lin, x, use_reentrant=False)
+
+    m = Checkpointed()
+    params = {k: v.detach() for k, v in m.named_parameters()}
+    with pytest.raises(CheckpointError, match="parameters swapped since the forward"):
+        grad(lambda p, x: functional_call(m, p, (x,)).sum())(params, torch.randn(4, 3))

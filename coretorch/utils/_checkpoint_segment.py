@@ -220,8 +220,10 @@ class CheckpointBackward(Node):
         if not found <= set(self.next_functions):
             raise CheckpointError(
                 "torch.utils.checkpoint: the recomputation reached tensors that require grad which the forward did "
-                "not (a different code path, or a leaf tensor made inside the checkpointed function): coretorch "
-                "cannot give them gradients. Make the function deterministic, or create such tensors outside it.")
+                "not (a different code path, a leaf tensor made inside the checkpointed function, or parameters "
+                "swapped since the forward, as functional_call's are restored before a torch.func transform's "
+                "backward): coretorch cannot give them gradients. Make the function deterministic, create such "
+                "tensors outside it, or run the backward while the same tensors are in place.")
 
 
 def run(fn: Callable, args: tuple, kwargs: dict, preserve_rng_state: bool, determinism_check: str,
